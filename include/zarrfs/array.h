@@ -1,0 +1,81 @@
+/* array.h — chunk-grid arithmetic and the flat byte view of an array.
+ *
+ * The flat view (DESIGN.md, "The file-system view") is every element of the array in C order,
+ * each in the flat encoding; its size is product(shape) * itemsize bytes. A byte offset maps to
+ * element index offset / itemsize, then to coordinates, then (Zarr v2 "Chunks", v3 "regular chunk
+ * grid") to chunk coordinates coords[d] / chunks[d] and an element inside that chunk. Chunks are
+ * always whole (edge chunks are padded), decoded in C order. */
+#ifndef ZARRFS_ARRAY_H
+#define ZARRFS_ARRAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zarrfs/cache.h"
+#include "zarrfs/codec.h"
+#include "zarrfs/meta.h"
+#include "zarrfs/pool.h"
+#include "zarrfs/store.h"
+
+/* --- chunk-grid arithmetic (no I/O) --- */
+
+/* A regular chunk grid over an array of `ndim` dims (ndim 0 is one element in one chunk). */
+typedef struct zf_grid {
+    unsigned ndim;
+    uint64_t shape[ZF_MAX_DIMS];  /* elements */
+    uint64_t chunks[ZF_MAX_DIMS]; /* elements per chunk, >= 1 */
+    uint64_t grid[ZF_MAX_DIMS];   /* chunks per dimension: ceil(shape / chunks) */
+} zf_grid;
+
+/* Fill grid from shape and chunk shape (chunks[d] >= 1). */
+void zf_grid_init(zf_grid *g, unsigned ndim, const uint64_t *shape, const uint64_t *chunks);
+/* Elements in the array (0 when any dimension is 0). */
+uint64_t zf_grid_nelems(const zf_grid *g);
+/* Chunks in the grid. */
+uint64_t zf_grid_nchunks(const zf_grid *g);
+/* C-order element index -> coordinates (elem < nelems). */
+void zf_grid_unravel(const zf_grid *g, uint64_t elem, uint64_t *coords);
+/* Coordinates of an element -> its chunk's coordinates and its C-order index inside the chunk. */
+void zf_grid_locate(const zf_grid *g, const uint64_t *coords, uint64_t *chunk_coords,
+                    uint64_t *in_chunk);
+/* Chunk coordinates -> C-order linear chunk index, and back. */
+uint64_t zf_grid_chunk_index(const zf_grid *g, const uint64_t *chunk_coords);
+void zf_grid_chunk_coords(const zf_grid *g, uint64_t index, uint64_t *chunk_coords);
+
+/* A maximal run of elements contiguous both in the flat view and inside one chunk. */
+typedef struct zf_run {
+    uint64_t elem;     /* first element, C-order index in the array */
+    uint64_t count;    /* elements */
+    uint64_t chunk;    /* linear chunk index */
+    uint64_t in_chunk; /* C-order element index of the first element inside the chunk */
+} zf_run;
+
+/* Call fn for each run covering elements [elem_begin, elem_end) in order; stops early and returns
+ * fn's status when it is not ZF_OK. Trailing dimensions that a chunk spans whole are merged, so a
+ * run can cover many rows. */
+typedef zf_status (*zf_run_fn)(void *ctx, const zf_run *run);
+zf_status zf_grid_runs(const zf_grid *g, uint64_t elem_begin, uint64_t elem_end, zf_run_fn fn,
+                       void *ctx);
+
+/* --- the flat view of one array --- */
+
+typedef struct zf_array zf_array;
+
+/* Open the array whose metadata is meta (borrowed: it must outlive the array) stored below
+ * prefix ("" or "group/array"). Chunks go through cache under array_id; pool (may be NULL)
+ * decodes the chunks of a large read in parallel. Errors: ZF_ERR_UNSUPPORTED (meta says so),
+ * ZF_ERR_INVALID (the codec chain does not fit), ZF_ERR_NOMEM. */
+zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta *meta,
+                        zf_cache *cache, zf_pool *pool, uint64_t array_id, zf_array **out,
+                        zf_err *err);
+/* Size of the flat view in bytes: product(shape) * itemsize. */
+uint64_t zf_array_nbytes(const zf_array *a);
+/* Read up to len bytes of the flat view at byte offset into buf; *nread is short only at the end
+ * of the array (0 at or past it). Absent chunks read as the fill value. Errors: ZF_ERR_IO (store
+ * failure), ZF_ERR_CORRUPT (a chunk failed to decode; err names the chunk key), ZF_ERR_NOMEM. */
+zf_status zf_array_read(zf_array *a, uint64_t offset, void *buf, size_t len, size_t *nread,
+                        zf_err *err);
+void zf_array_close(zf_array *a);
+
+#endif

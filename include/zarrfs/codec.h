@@ -1,0 +1,114 @@
+/* codec.h — the Zarr codec pipeline (decode direction).
+ *
+ * Zarr v3 core, "Codecs": a chain of zero or more array -> array codecs, exactly one
+ * array -> bytes codec, then zero or more bytes -> bytes codecs. Zarr v2 ("Metadata": order,
+ * filters, compressor) maps onto the same chain: `order: "F"` is a transpose (array -> array),
+ * each filter is an array -> array codec on the flat element buffer, the raw element bytes are
+ * the array -> bytes step (identity), and the compressor is a bytes -> bytes codec.
+ *
+ * Decoding runs the chain backwards. Every step is told the exact size its output must have
+ * (computed forwards from the chunk's decoded representation with zf_codec_ops.resolve); a
+ * codec whose input would decode to any other size fails with ZF_ERR_CORRUPT, and decompressors
+ * write into a buffer of exactly that size, so a decompression bomb is rejected without
+ * allocating the excess. */
+#ifndef ZARRFS_CODEC_H
+#define ZARRFS_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <yajl/yajl_tree.h>
+
+#include "zarrfs/dtype.h"
+#include "zarrfs/status.h"
+
+#define ZF_MAX_DIMS 32
+
+typedef enum zf_codec_kind {
+    ZF_CODEC_ARRAY_TO_ARRAY,
+    ZF_CODEC_ARRAY_TO_BYTES,
+    ZF_CODEC_BYTES_TO_BYTES,
+} zf_codec_kind;
+
+/* What flows between two codecs: an array of ndim dims with `shape` elements of `dtype`, or for
+ * bytes -> bytes codecs just a byte string. nbytes is the byte size, or ZF_SIZE_UNKNOWN where only
+ * the stored data can tell (the output of a compressor). */
+#define ZF_SIZE_UNKNOWN SIZE_MAX
+typedef struct zf_chunk_repr {
+    unsigned ndim;
+    uint64_t shape[ZF_MAX_DIMS]; /* elements per dimension */
+    zf_dtype dtype;
+    size_t nbytes;               /* bytes, or ZF_SIZE_UNKNOWN */
+} zf_chunk_repr;
+
+typedef struct zf_codec zf_codec;
+
+typedef struct zf_codec_ops {
+    const char *name; /* the codec id, e.g. "zlib", "delta", "transpose" */
+    zf_codec_kind kind;
+    /* Representation after encoding `decoded`. Errors: ZF_ERR_INVALID (e.g. the byte size is
+     * not a multiple of the codec's element size), with a message. */
+    zf_status (*resolve)(const zf_codec *c, const zf_chunk_repr *decoded, zf_chunk_repr *encoded,
+                         zf_err *err);
+    /* Decode in[0..in_len) into exactly out_len bytes (out_len == decoded->nbytes).
+     * `decoded` is the representation the output must have. Errors: ZF_ERR_CORRUPT when the
+     * input is malformed or would decode to any size but out_len; ZF_ERR_NOMEM. */
+    zf_status (*decode)(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                        size_t in_len, uint8_t *out, size_t out_len, zf_err *err);
+    void (*destroy)(zf_codec *c);
+    /* Optional (NULL when only decoding can tell, as for compressors): the exact size decode
+     * will produce from in[0..in_len), for codecs whose decoded size follows from the encoded
+     * one (checksums, dtype filters, shuffle, base64). zf_chain_decode uses it where resolve
+     * could not know the size, e.g. a crc32c after a compressor. Errors: ZF_ERR_CORRUPT. */
+    zf_status (*decoded_size)(const zf_codec *c, const uint8_t *in, size_t in_len,
+                              size_t *out_len, zf_err *err);
+} zf_codec_ops;
+
+/* Every codec object starts with a pointer to its ops; implementations embed it first. */
+struct zf_codec {
+    const zf_codec_ops *ops;
+};
+
+/* A codec chain in encode order (first = applied first when encoding, last when decoding). */
+typedef struct zf_codec_chain {
+    size_t n;
+    zf_codec **codecs;
+} zf_codec_chain;
+
+/* Build one codec from a Zarr v2 / numcodecs configuration object such as
+ * {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1}. Used for both `compressor` and
+ * each entry of `filters`. Errors: ZF_ERR_UNSUPPORTED for an id zarrfs does not serve (the message
+ * names it: object codecs such as vlen-utf8, json2, pickle, msgpack2; zfpy, pcodec);
+ * ZF_ERR_INVALID for a malformed configuration (message names the field). */
+zf_status zf_codec_from_v2(yajl_val config, zf_codec **out, zf_err *err);
+
+/* A transpose (array -> array) whose encoded array has axes `order` of the decoded one (Zarr v3
+ * "transpose" codec; Zarr v2 `order: "F"` is order = [ndim-1, ..., 0]). order is a permutation
+ * of 0..ndim-1. Errors: ZF_ERR_INVALID when it is not. */
+zf_status zf_codec_transpose_new(unsigned ndim, const unsigned *order, zf_codec **out,
+                                 zf_err *err);
+
+void zf_codec_free(zf_codec *c);
+
+/* Append a codec (ownership passes to the chain on success; on failure the caller still owns
+ * c). Errors: ZF_ERR_NOMEM. */
+zf_status zf_chain_append(zf_codec_chain *chain, zf_codec *c);
+void zf_chain_clear(zf_codec_chain *chain);
+
+/* Representation after each codec: reprs[0] = *decoded, reprs[i+1] = encoding of reprs[i] by
+ * codec i. reprs must hold chain->n + 1 entries. Errors: as zf_codec_ops.resolve. */
+zf_status zf_chain_resolve(const zf_codec_chain *chain, const zf_chunk_repr *decoded,
+                           zf_chunk_repr *reprs, zf_err *err);
+
+/* Decode one stored chunk (in, in_len bytes) into out, which holds exactly decoded->nbytes
+ * bytes (the chunk's elements in C order in decoded->dtype). Errors: ZF_ERR_CORRUPT (message
+ * names the codec), ZF_ERR_NOMEM, ZF_ERR_INVALID. */
+zf_status zf_chain_decode(const zf_codec_chain *chain, const zf_chunk_repr *decoded,
+                          const uint8_t *in, size_t in_len, uint8_t *out, zf_err *err);
+
+/* Checksums used by codecs (exposed for tests). CRC-32C (Castagnoli) with zlib's crc32()
+ * convention: start with crc = 0, pass the previous result to continue; "123456789" gives
+ * 0xE3069283. */
+uint32_t zf_crc32c(uint32_t crc, const void *buf, size_t len);
+
+#endif

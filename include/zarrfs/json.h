@@ -1,0 +1,34 @@
+/* json.h — small helpers over yajl's tree API, shared by the metadata and hierarchy layers. */
+#ifndef ZARRFS_JSON_H
+#define ZARRFS_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <yajl/yajl_tree.h>
+
+#include "zarrfs/status.h"
+
+/* Parse len bytes of text (need not be NUL-terminated). Errors: ZF_ERR_INVALID with
+ * err = "<key>: not valid JSON (<parser message>)"; ZF_ERR_NOMEM. Free with yajl_tree_free. */
+zf_status zf_json_parse(const char *key, const char *text, size_t len, yajl_val *out, zf_err *err);
+
+/* Member `name` of object v, or NULL when v is not an object or has no such member. */
+yajl_val zf_json_get(yajl_val v, const char *name);
+
+/* Compact JSON text of v (malloc'd, NUL-terminated), or NULL on allocation failure. */
+char *zf_json_dump(yajl_val v);
+
+/* Exact integer value of a JSON number: true when v is an integral number that fits. */
+int zf_json_int64(yajl_val v, int64_t *out);
+int zf_json_uint64(yajl_val v, uint64_t *out);
+
+/* RFC 4648 standard base64 (padding optional, no whitespace). *out is malloc'd.
+ * Errors: ZF_ERR_INVALID for a character outside the alphabet or a bad length. */
+zf_status zf_base64_decode(const char *s, uint8_t **out, size_t *len);
+
+/* Decode UTF-8 into UTF-32 code units written as n_units 4-byte elements (zero-padded or
+ * truncated), little-endian unless big_endian. Errors: ZF_ERR_INVALID for malformed UTF-8. */
+zf_status zf_utf8_to_utf32(const char *s, size_t len, uint8_t *out, size_t n_units,
+                           int big_endian);
+
+#endif

@@ -1,0 +1,93 @@
+/* meta.h — the in-memory model of a Zarr node, the same for every dialect.
+ *
+ * One parser per dialect turns stored metadata documents into a zf_node_meta: node kind,
+ * attributes, and for arrays shape, data type, chunk grid, chunk key encoding, fill value bytes
+ * and a codec chain. Zarr v2: "Metadata" (.zarray), "Groups" (.zgroup), "Attributes" (.zattrs),
+ * "Data type encoding", "Fill value encoding", "Chunk storage" — plus consolidated metadata
+ * (.zmetadata) as zarr-python writes it. */
+#ifndef ZARRFS_META_H
+#define ZARRFS_META_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "zarrfs/codec.h"
+#include "zarrfs/dtype.h"
+#include "zarrfs/status.h"
+
+typedef enum zf_format {
+    ZF_FORMAT_V2,
+    ZF_FORMAT_V3,
+    ZF_FORMAT_V3_DRAFT_2020,
+    ZF_FORMAT_V3_DRAFT_2022,
+} zf_format;
+
+/* "2", "3", "3-draft-2020", "3-draft-2022" (the user.zarr.format xattr). */
+const char *zf_format_name(zf_format f);
+
+typedef enum zf_node_kind { ZF_NODE_GROUP, ZF_NODE_ARRAY } zf_node_kind;
+
+/* How chunk coordinates become a key below the array's prefix. */
+typedef struct zf_chunk_key_encoding {
+    char separator;  /* '.' or '/' */
+    char prefix[8];  /* "" for v2; "c" for v3 default encoding */
+} zf_chunk_key_encoding;
+
+typedef struct zf_array_meta {
+    unsigned ndim;
+    uint64_t shape[ZF_MAX_DIMS];  /* elements */
+    uint64_t chunks[ZF_MAX_DIMS]; /* elements per chunk, each >= 1 */
+    zf_dtype dtype;               /* the flat encoding's element type (its itemsize) */
+    char *dtype_json;             /* data type as stored: "\"<f8\"" or a structured descr list */
+    char *dtype_typestr;          /* NumPy typestr of the flat encoding; a JSON descr for
+                                     structured dtypes (user.zarr.dtype) */
+    uint8_t *fill_value;          /* dtype.itemsize bytes, flat encoding (zeros for null) */
+    char *fill_value_json;        /* fill value as stored, e.g. "\"NaN\"", "0", "null" */
+    char *dimension_names_json;   /* JSON list, or NULL when the node has none */
+    bool dimension_separator_given; /* v2: .zarray had "dimension_separator" */
+    zf_chunk_key_encoding key_encoding;
+    zf_codec_chain chain;         /* decode pipeline; its decoded repr is one whole chunk */
+} zf_array_meta;
+
+typedef struct zf_node_meta {
+    zf_format format;
+    zf_node_kind kind;
+    char *metadata_json;   /* the stored document (user.zarr.metadata) */
+    char *attributes_json; /* JSON object text (user.zarr.attributes), "{}" when none */
+    char *metadata_key;    /* key of the document, for timestamps and messages */
+    /* Arrays only. When the node is an array zarrfs cannot serve (object dtype, unknown codec),
+     * `unsupported` is ZF_ERR_UNSUPPORTED and `unsupported_why` names the dtype or codec; the
+     * node is still listed but opening it fails. */
+    zf_array_meta array;
+    zf_status unsupported;
+    char *unsupported_why;
+} zf_node_meta;
+
+/* Parse a v2 .zarray document (text, len bytes) into meta (kind ARRAY). attrs_json may be NULL.
+ * key is used in messages: errors are ZF_ERR_INVALID with err = `<key>: "<field>": <what>`,
+ * e.g. `.zarray: "shape": expected a list of non-negative integers`. Unsupported dtypes and codecs
+ * are not errors: they set meta->unsupported. */
+zf_status zf_meta_parse_v2_array(const char *key, const char *text, size_t len,
+                                 const char *attrs_json, zf_node_meta *meta, zf_err *err);
+/* Parse a v2 .zgroup document. Errors as above ("zarr_format" must be 2). */
+zf_status zf_meta_parse_v2_group(const char *key, const char *text, size_t len,
+                                 const char *attrs_json, zf_node_meta *meta, zf_err *err);
+
+/* Fill value bytes for a v2 "fill_value" (JSON text) of dtype dt: numbers (64-bit integers
+ * exact), "NaN", "Infinity", "-Infinity", [re, im] for complex, base64 for S/V/structured, a
+ * string for U, null (zeros). out holds dt->itemsize bytes. Errors: ZF_ERR_INVALID. */
+zf_status zf_meta_v2_fill_value(const char *json, const zf_dtype *dt, uint8_t *out, zf_err *err);
+
+/* Number of elements in one chunk (product of chunks); bytes = that * itemsize. */
+uint64_t zf_array_meta_chunk_elems(const zf_array_meta *a);
+
+/* The store key of chunk `coords` below prefix ("" or "group/array"): v2 "0.0" / "0/0", and
+ * "0" for a 0-d array. buf holds at least bufsize bytes. Errors: ZF_ERR_INVALID when too long. */
+zf_status zf_array_meta_chunk_key(const zf_array_meta *a, const char *prefix,
+                                  const uint64_t *coords, char *buf, size_t bufsize);
+
+void zf_node_meta_free(zf_node_meta *meta);
+
+#endif

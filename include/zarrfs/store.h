@@ -1,0 +1,82 @@
+/* store.h — the abstract store of Zarr v3 core "Abstract store interface" (also the v2 spec's
+ * "Storage" section): a mapping from keys to byte strings.
+ *
+ * Keys are '/'-separated relative paths ("group/array/.zarray", "a/0.0"). Every backend refuses
+ * keys that could leave the store: empty, absolute, with empty segments, "." or ".." segments,
+ * backslashes or NUL (zf_key_is_valid). "Not found" (ZF_ERR_NOT_FOUND) is a result, distinct from
+ * a failure (ZF_ERR_IO). */
+#ifndef ZARRFS_STORE_H
+#define ZARRFS_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "zarrfs/status.h"
+
+/* A byte string owned by the caller after a successful get (free with zf_bytes_free). */
+typedef struct zf_bytes {
+    uint8_t *data;
+    size_t len;
+} zf_bytes;
+void zf_bytes_free(zf_bytes *b);
+
+/* One child of a prefix in a listing. */
+typedef struct zf_store_entry {
+    char *name;     /* one path segment */
+    bool is_prefix; /* a "directory": other keys lie below it */
+} zf_store_entry;
+
+typedef struct zf_store_listing {
+    size_t n;
+    zf_store_entry *entries;
+} zf_store_listing;
+void zf_store_listing_free(zf_store_listing *l);
+
+typedef struct zf_store zf_store;
+
+typedef struct zf_store_ops {
+    const char *scheme; /* "file", ... */
+    zf_status (*get)(zf_store *s, const char *key, zf_bytes *out, zf_err *err);
+    zf_status (*get_partial)(zf_store *s, const char *key, uint64_t offset, uint64_t len,
+                             zf_bytes *out, zf_err *err);
+    zf_status (*stat)(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
+                      zf_err *err);
+    zf_status (*list_dir)(zf_store *s, const char *prefix, zf_store_listing *out, zf_err *err);
+    void (*destroy)(zf_store *s);
+} zf_store_ops;
+
+struct zf_store {
+    const zf_store_ops *ops;
+    char *url; /* what the user named, for messages */
+};
+
+/* True when key is a relative key that cannot leave the store (see above). "" is not a key. */
+bool zf_key_is_valid(const char *key);
+
+/* Open the store a mount names: a local directory or file:// URL. Errors: ZF_ERR_NOT_FOUND (no
+ * such directory), ZF_ERR_UNSUPPORTED (a scheme zarrfs does not serve yet), ZF_ERR_IO. */
+zf_status zf_store_open(const char *url, zf_store **out, zf_err *err);
+
+/* Local file-system store rooted at a directory. Keys map to files below it; every open is
+ * confined beneath the root (openat2 RESOLVE_BENEATH), so neither ".." nor a symbolic link can
+ * read outside it. */
+zf_status zf_store_file_open(const char *root, zf_store **out, zf_err *err);
+
+/* The whole value of key. Errors: ZF_ERR_NOT_FOUND; ZF_ERR_INVALID for an invalid key;
+ * ZF_ERR_IO; ZF_ERR_NOMEM. */
+zf_status zf_store_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err);
+/* Bytes [offset, offset + len) of key's value; shorter when the value ends first. Errors as
+ * zf_store_get. */
+zf_status zf_store_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
+                               zf_bytes *out, zf_err *err);
+/* Size in bytes and modification time of key's value (mtime may be zero when unknown). */
+zf_status zf_store_stat(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
+                        zf_err *err);
+/* Direct children of prefix ("" for the root; otherwise without a trailing '/'), unsorted.
+ * Errors: ZF_ERR_NOT_FOUND when nothing lies below prefix. */
+zf_status zf_store_list_dir(zf_store *s, const char *prefix, zf_store_listing *out, zf_err *err);
+void zf_store_close(zf_store *s);
+
+#endif

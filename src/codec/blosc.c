@@ -1,0 +1,87 @@
+/* blosc.c — numcodecs "blosc": a c-blosc 1.x buffer (its own header, then blocks compressed
+ * with blosclz, lz4, lz4hc, snappy, zlib or zstd after an optional byte or bit shuffle).
+ *
+ * c-blosc's decompressor reads as far as the header's cbytes says, so the header is checked
+ * against the real sizes first (nbytes == out_len, cbytes == in_len, blosc_cbuffer_validate).
+ * blosc_decompress_ctx with one thread keeps no global state and is safe from many threads. */
+#include <blosc.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codec_impl.h"
+
+typedef struct blosc_codec {
+    zf_codec base;
+    char cname[16]; /* for encoding */
+    int clevel, shuffle, blocksize, typesize;
+} blosc_codec;
+
+static zf_status blosc_decode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                              size_t in_len, uint8_t *out, size_t out_len, zf_err *err)
+{
+    (void)c;
+    (void)decoded;
+    if (in_len < BLOSC_MIN_HEADER_LENGTH)
+        return zf_fail(err, ZF_ERR_CORRUPT, "blosc: %zu bytes, too short for a header", in_len);
+    size_t nbytes, cbytes, blocksize;
+    blosc_cbuffer_sizes(in, &nbytes, &cbytes, &blocksize);
+    if (nbytes != out_len)
+        return zf_fail(err, ZF_ERR_CORRUPT, "blosc: header says %zu decoded bytes, expected %zu",
+                       nbytes, out_len);
+    if (cbytes != in_len)
+        return zf_fail(err, ZF_ERR_CORRUPT,
+                       "blosc: header says %zu compressed bytes, the chunk holds %zu", cbytes,
+                       in_len);
+    size_t checked;
+    if (blosc_cbuffer_validate(in, in_len, &checked) != 0 || checked != out_len)
+        return zf_fail(err, ZF_ERR_CORRUPT, "blosc: invalid header");
+    if (out_len == 0)
+        return ZF_OK;
+    if (in[3] == 0 || blocksize == 0)
+        return zf_fail(err, ZF_ERR_CORRUPT, "blosc: invalid header (typesize %u, blocksize %zu)",
+                       in[3], blocksize);
+    int r = blosc_decompress_ctx(in, out, out_len, 1);
+    if (r <= 0) {
+        const char *lib = blosc_cbuffer_complib(in);
+        return zf_fail(err, ZF_ERR_CORRUPT, "blosc: corrupt data (error %d, internal codec %s)",
+                       r, lib ? lib : "unknown");
+    }
+    if ((size_t)r != out_len)
+        return zf_codec_too_short(err, "blosc", (size_t)r, out_len);
+    return ZF_OK;
+}
+
+static const zf_codec_ops blosc_ops = {
+    .name = "blosc",
+    .kind = ZF_CODEC_BYTES_TO_BYTES,
+    .resolve = zf_resolve_compressed,
+    .decode = blosc_decode,
+    .destroy = zf_codec_destroy_plain,
+};
+
+zf_status zf_codec_blosc_new(yajl_val cfg, zf_codec **out, zf_err *err)
+{
+    const char *cname;
+    long long clevel, shuffle, blocksize, typesize;
+    zf_status st;
+    if ((st = zf_cfg_string(cfg, "blosc", "cname", false, &cname, err)) ||
+        (st = zf_cfg_int(cfg, "blosc", "clevel", false, true, 5, 0, 9, &clevel, err)) ||
+        (st = zf_cfg_int(cfg, "blosc", "shuffle", false, true, 1, -1, 2, &shuffle, err)) ||
+        (st = zf_cfg_int(cfg, "blosc", "blocksize", false, true, 0, 0, INT32_MAX, &blocksize,
+                         err)) ||
+        (st = zf_cfg_int(cfg, "blosc", "typesize", false, true, 0, 0, 255, &typesize, err)))
+        return st;
+    if (!cname)
+        cname = "lz4";
+    /* Not checked: decoding follows the compressor recorded in each buffer's header. */
+    blosc_codec *b = zf_codec_alloc(sizeof *b, &blosc_ops);
+    if (!b)
+        return ZF_ERR_NOMEM;
+    snprintf(b->cname, sizeof b->cname, "%s", cname);
+    b->clevel = (int)clevel;
+    b->shuffle = (int)shuffle;
+    b->blocksize = (int)blocksize;
+    b->typesize = (int)typesize;
+    *out = &b->base;
+    return ZF_OK;
+}

@@ -1,0 +1,142 @@
+/* bz2.c — numcodecs "bz2": bzip2 data as Python's bz2.decompress reads it: one or more streams
+ * back to back; after the first, bytes that are not a valid stream are ignored. Output is
+ * bounded by the caller's buffer (one probe byte detects "more would follow"). */
+#include <bzlib.h>
+#include <limits.h>
+#include <string.h>
+
+#include "codec_impl.h"
+
+typedef struct bz2_codec {
+    zf_codec base;
+    int level; /* for encoding */
+} bz2_codec;
+
+/* Decode one stream into out[0..cap). *bad_data tells a malformed stream from the other errors
+ * (a malformed stream after the first is ignored, as Python does). */
+static zf_status bz2_stream(const uint8_t *in, size_t in_len, uint8_t *out, size_t cap,
+                            size_t base, size_t total, size_t *used, size_t *produced,
+                            bool *bad_data, zf_err *err)
+{
+    bz_stream s;
+    memset(&s, 0, sizeof s);
+    *bad_data = false;
+    int rc = BZ2_bzDecompressInit(&s, 0, 0);
+    if (rc != BZ_OK)
+        return rc == BZ_MEM_ERROR ? ZF_ERR_NOMEM
+                                  : zf_fail(err, ZF_ERR_CORRUPT, "bz2: init failed (%d)", rc);
+    size_t in_given = 0, out_given = 0;
+    char probe;
+    bool probing = false;
+    zf_status st = ZF_OK;
+    for (;;) {
+        if (s.avail_in == 0 && in_given < in_len) {
+            size_t n = in_len - in_given < UINT_MAX ? in_len - in_given : UINT_MAX;
+            s.next_in = (char *)(uintptr_t)(in + in_given);
+            s.avail_in = (unsigned)n;
+            in_given += n;
+        }
+        if (s.avail_out == 0) {
+            if (probing) {
+                st = zf_codec_too_long(err, "bz2", total);
+                break;
+            }
+            if (out_given < cap) {
+                size_t n = cap - out_given < UINT_MAX ? cap - out_given : UINT_MAX;
+                s.next_out = (char *)out + out_given;
+                s.avail_out = (unsigned)n;
+                out_given += n;
+            } else {
+                probing = true;
+                s.next_out = &probe;
+                s.avail_out = 1;
+            }
+        }
+        unsigned before_in = s.avail_in, before_out = s.avail_out;
+        rc = BZ2_bzDecompress(&s);
+        if (rc == BZ_STREAM_END) {
+            if (probing && s.avail_out == 0)
+                st = zf_codec_too_long(err, "bz2", total);
+            break;
+        }
+        if (rc == BZ_OK) {
+            if (s.avail_in == 0 && in_given == in_len && s.avail_out > 0) {
+                st = zf_codec_too_short(err, "bz2", base + (probing ? cap : out_given - s.avail_out),
+                                        total);
+                break;
+            }
+            if (s.avail_in == before_in && s.avail_out == before_out && s.avail_out > 0) {
+                st = zf_fail(err, ZF_ERR_CORRUPT, "bz2: decoder makes no progress");
+                break;
+            }
+            continue;
+        }
+        if (rc == BZ_MEM_ERROR) {
+            st = ZF_ERR_NOMEM;
+        } else {
+            *bad_data = rc == BZ_DATA_ERROR || rc == BZ_DATA_ERROR_MAGIC;
+            st = zf_fail(err, ZF_ERR_CORRUPT, "bz2: corrupt stream (%s)",
+                         rc == BZ_DATA_ERROR_MAGIC ? "not bzip2 data" : "data error");
+        }
+        break;
+    }
+    if (st == ZF_OK) {
+        *used = in_given - s.avail_in;
+        *produced = probing ? cap : out_given - s.avail_out;
+    }
+    BZ2_bzDecompressEnd(&s);
+    return st;
+}
+
+static zf_status bz2_decode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                            size_t in_len, uint8_t *out, size_t out_len, zf_err *err)
+{
+    (void)c;
+    (void)decoded;
+    size_t pos = 0, done = 0;
+    if (in_len == 0)
+        return zf_codec_too_short(err, "bz2", 0, out_len);
+    while (pos < in_len) {
+        size_t used = 0, produced = 0;
+        bool bad;
+        zf_err e2 = {""};
+        zf_status st = bz2_stream(in + pos, in_len - pos, out + done, out_len - done, done,
+                                  out_len, &used, &produced, &bad, &e2);
+        if (st != ZF_OK) {
+            if (pos > 0 && bad) /* trailing bytes that are not a stream: ignored */
+                break;
+            if (err)
+                *err = e2;
+            return st;
+        }
+        if (used == 0)
+            return zf_fail(err, ZF_ERR_CORRUPT, "bz2: empty stream");
+        pos += used;
+        done += produced;
+    }
+    if (done != out_len)
+        return zf_codec_too_short(err, "bz2", done, out_len);
+    return ZF_OK;
+}
+
+static const zf_codec_ops bz2_ops = {
+    .name = "bz2",
+    .kind = ZF_CODEC_BYTES_TO_BYTES,
+    .resolve = zf_resolve_compressed,
+    .decode = bz2_decode,
+    .destroy = zf_codec_destroy_plain,
+};
+
+zf_status zf_codec_bz2_new(yajl_val cfg, zf_codec **out, zf_err *err)
+{
+    long long level;
+    zf_status st = zf_cfg_int(cfg, "bz2", "level", false, true, 1, 1, 9, &level, err);
+    if (st != ZF_OK)
+        return st;
+    bz2_codec *b = zf_codec_alloc(sizeof *b, &bz2_ops);
+    if (!b)
+        return ZF_ERR_NOMEM;
+    b->level = (int)level;
+    *out = &b->base;
+    return ZF_OK;
+}

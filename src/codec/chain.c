@@ -1,0 +1,124 @@
+/* chain.c — the codec pipeline: resolve representations forwards, decode backwards.
+ *
+ * Decoding runs the codecs last to first. Every step but the final one writes into one of two
+ * scratch buffers (ping-pong), the final step writes into the caller's buffer, so a chain of one
+ * codec decodes straight into place. Each step's output size comes from zf_chain_resolve; where
+ * that is unknown (a checksum after a compressor) the codec's decoded_size op says it from the
+ * data. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec_impl.h"
+
+void zf_codec_free(zf_codec *c)
+{
+    if (c)
+        c->ops->destroy(c);
+}
+
+zf_status zf_chain_append(zf_codec_chain *chain, zf_codec *c)
+{
+    zf_codec **v = realloc(chain->codecs, (chain->n + 1) * sizeof *v);
+    if (!v)
+        return ZF_ERR_NOMEM;
+    v[chain->n++] = c;
+    chain->codecs = v;
+    return ZF_OK;
+}
+
+void zf_chain_clear(zf_codec_chain *chain)
+{
+    for (size_t i = 0; i < chain->n; i++)
+        zf_codec_free(chain->codecs[i]);
+    free(chain->codecs);
+    chain->codecs = NULL;
+    chain->n = 0;
+}
+
+zf_status zf_chain_resolve(const zf_codec_chain *chain, const zf_chunk_repr *decoded,
+                           zf_chunk_repr *reprs, zf_err *err)
+{
+    reprs[0] = *decoded;
+    for (size_t i = 0; i < chain->n; i++) {
+        const zf_codec *c = chain->codecs[i];
+        zf_status st = c->ops->resolve(c, &reprs[i], &reprs[i + 1], err);
+        if (st != ZF_OK)
+            return st;
+    }
+    return ZF_OK;
+}
+
+/* A growable scratch buffer. */
+typedef struct scratch {
+    uint8_t *p;
+    size_t cap;
+} scratch;
+
+static uint8_t *scratch_get(scratch *s, size_t n)
+{
+    if (n == 0)
+        n = 1;
+    if (s->cap < n) {
+        free(s->p);
+        s->p = malloc(n);
+        s->cap = s->p ? n : 0;
+    }
+    return s->p;
+}
+
+#define STACK_REPRS 6
+
+zf_status zf_chain_decode(const zf_codec_chain *chain, const zf_chunk_repr *decoded,
+                          const uint8_t *in, size_t in_len, uint8_t *out, zf_err *err)
+{
+    size_t n = chain->n;
+    if (decoded->nbytes == ZF_SIZE_UNKNOWN)
+        return zf_fail(err, ZF_ERR_INVALID, "decoded chunk size unknown");
+    if (n == 0) {
+        if (in_len != decoded->nbytes)
+            return zf_fail(err, ZF_ERR_CORRUPT, "chunk holds %zu bytes, expected %zu", in_len,
+                           decoded->nbytes);
+        if (in_len)
+            memcpy(out, in, in_len);
+        return ZF_OK;
+    }
+
+    zf_chunk_repr stack[STACK_REPRS], *reprs = stack;
+    if (n + 1 > STACK_REPRS && !(reprs = malloc((n + 1) * sizeof *reprs)))
+        return ZF_ERR_NOMEM;
+    zf_status st = zf_chain_resolve(chain, decoded, reprs, err);
+    scratch buf[2] = {{NULL, 0}, {NULL, 0}};
+    const uint8_t *cur = in;
+    size_t cur_len = in_len;
+    for (size_t k = 0; st == ZF_OK && k < n; k++) {
+        size_t i = n - 1 - k; /* codec i turns reprs[i + 1] into reprs[i] */
+        const zf_codec *c = chain->codecs[i];
+        zf_chunk_repr target = reprs[i];
+        size_t len = target.nbytes;
+        if (len == ZF_SIZE_UNKNOWN) {
+            if (!c->ops->decoded_size) {
+                st = zf_fail(err, ZF_ERR_UNSUPPORTED,
+                             "%s: cannot decode here: its decoded size is not known (it follows "
+                             "a codec whose output size only the data can tell)",
+                             c->ops->name);
+                break;
+            }
+            if ((st = c->ops->decoded_size(c, cur, cur_len, &len, err)) != ZF_OK)
+                break;
+            zf_repr_bytes(&target, len);
+        }
+        uint8_t *dst = i == 0 ? out : scratch_get(&buf[k & 1], len);
+        if (!dst) {
+            st = ZF_ERR_NOMEM;
+            break;
+        }
+        st = c->ops->decode(c, &target, cur, cur_len, dst, len, err);
+        cur = dst;
+        cur_len = len;
+    }
+    free(buf[0].p);
+    free(buf[1].p);
+    if (reprs != stack)
+        free(reprs);
+    return st;
+}

@@ -1,0 +1,159 @@
+/* codec_impl.h — what the codec files share and nobody outside src/codec/ needs: the
+ * constructors registry.c dispatches to, helpers that read numcodecs configuration objects, and
+ * helpers for the chunk representations resolve() produces.
+ *
+ * Every codec lives in its own file and exposes one constructor taking its numcodecs
+ * configuration object (already known to be a JSON object with a string "id"). */
+#ifndef ZARRFS_CODEC_IMPL_H
+#define ZARRFS_CODEC_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "zarrfs/codec.h"
+
+/* --- constructors (one per file) --- */
+
+typedef zf_status (*zf_codec_ctor)(yajl_val cfg, zf_codec **out, zf_err *err);
+
+zf_status zf_codec_zlib_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_gzip_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_bz2_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_lzma_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_zstd_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_lz4_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_blosc_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_delta_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_fixedscaleoffset_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_astype_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_quantize_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_bitround_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_shuffle_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_packbits_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_categorize_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_crc32_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_adler32_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_crc32c_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_base64_new(yajl_val cfg, zf_codec **out, zf_err *err);
+
+/* --- numcodecs configuration fields ---
+ * Each getter looks up `key` in the object cfg. An absent key (or JSON null where the getter says
+ * so) yields the default; a value of the wrong type fails with ZF_ERR_INVALID and a message such
+ * as `zlib: "level": expected an integer`, naming the codec and the field. */
+
+yajl_val zf_cfg_get(yajl_val cfg, const char *key);
+
+/* An integer in [min, max]. null counts as absent when null_ok. */
+zf_status zf_cfg_int(yajl_val cfg, const char *codec, const char *key, bool required,
+                     bool null_ok, long long def, long long min, long long max, long long *out,
+                     zf_err *err);
+
+/* A number; *is_int tells whether it was written as an integer (Python int vs float, which
+ * matters for NumPy's value-based casting). */
+zf_status zf_cfg_number(yajl_val cfg, const char *codec, const char *key, bool required,
+                        double def, double *out, bool *is_int, zf_err *err);
+
+/* true/false (numcodecs' bint). */
+zf_status zf_cfg_bool(yajl_val cfg, const char *codec, const char *key, bool def, bool *out,
+                      zf_err *err);
+
+/* A string (borrowed from cfg; NULL when absent and not required). */
+zf_status zf_cfg_string(yajl_val cfg, const char *codec, const char *key, bool required,
+                        const char **out, zf_err *err);
+
+/* A NumPy data type ("<f8", "|u1", also "f8" or "float64"). When absent: def if non-NULL, else
+ * an error if required. */
+zf_status zf_cfg_dtype(yajl_val cfg, const char *codec, const char *key, bool required,
+                       const zf_dtype *def, zf_dtype *out, zf_err *err);
+
+/* --- chunk representations --- */
+
+/* A flat byte string of nbytes (ZF_SIZE_UNKNOWN allowed): ndim 1, dtype |u1. */
+void zf_repr_bytes(zf_chunk_repr *r, size_t nbytes);
+
+/* A flat array of n elements of dt (n * itemsize must not overflow; checked by callers). */
+void zf_repr_flat(zf_chunk_repr *r, const zf_dtype *dt, size_t n);
+
+/* Elements of itemsize in nbytes, for filters that view the flat buffer as their own dtype.
+ * Errors: ZF_ERR_INVALID when nbytes is not a multiple (message names the codec). */
+zf_status zf_repr_count(const char *codec, size_t nbytes, size_t itemsize, const char *typestr,
+                        size_t *n, zf_err *err);
+
+/* resolve() of a compressor: the encoded size only the data can tell. */
+zf_status zf_resolve_compressed(const zf_codec *c, const zf_chunk_repr *decoded,
+                                zf_chunk_repr *encoded, zf_err *err);
+
+/* Allocate a codec object of `size` bytes (zeroed) whose ops are `ops`. NULL on failure. */
+void *zf_codec_alloc(size_t size, const zf_codec_ops *ops);
+
+/* The plain destroy for codecs that own nothing but their own allocation. */
+void zf_codec_destroy_plain(zf_codec *c);
+
+/* --- element types shared by the dtype filters (delta, fixedscaleoffset, astype, ...) --- */
+
+/* NumPy's np.promote_types for numeric kinds b/i/u/f (and m as a 64-bit integer). Returns false
+ * when NumPy has no numeric result (e.g. m with f). Byte order of the result is native. */
+bool zf_dtype_promote(const zf_dtype *a, const zf_dtype *b, zf_dtype *out);
+
+/* Cast a value to kind/size of dt as NumPy's astype does (wrap, truncate, round), returning the
+ * value in zf_num form (e.g. an f2 result is a double holding a half-precision value). */
+zf_num zf_num_cast(const zf_dtype *dt, zf_num v);
+
+/* Convert `n` elements of `from` at in to `to` at out, with NumPy's astype casting (numeric kinds,
+ * or identical non-numeric types / byte-order changes). Checked by zf_dtype_castable first. */
+bool zf_dtype_castable(const zf_dtype *from, const zf_dtype *to);
+void zf_dtype_cast_n(const zf_dtype *from, const void *in, const zf_dtype *to, void *out,
+                     size_t n);
+
+/* The dtype filters (delta, fixedscaleoffset, astype, quantize, categorize) view the flat
+ * decoded buffer as n elements of `dec` and store n elements of `enc`. Their codec structs
+ * start with this; the shared resolve/decoded_size ops and the size check use it. */
+typedef struct zf_dtype_filter {
+    zf_codec base;
+    zf_dtype dec, enc;
+} zf_dtype_filter;
+
+zf_status zf_dtype_filter_resolve(const zf_codec *c, const zf_chunk_repr *decoded,
+                                  zf_chunk_repr *encoded, zf_err *err);
+zf_status zf_dtype_filter_decoded_size(const zf_codec *c, const uint8_t *in, size_t in_len,
+                                       size_t *out_len, zf_err *err);
+/* Elements in a decode of in_len bytes into out_len; ZF_ERR_CORRUPT unless they agree. */
+zf_status zf_dtype_filter_count(const zf_codec *c, size_t in_len, size_t out_len, size_t *n,
+                                zf_err *err);
+
+/* A short typestr for messages ("<f8"); buf of at least 32 bytes. */
+const char *zf_dtype_str(const zf_dtype *dt, char *buf);
+
+/* --- the bounded-output rule shared by the decompressors --- */
+
+/* Messages for the three ways a decompressor can miss out_len. */
+zf_status zf_codec_too_long(zf_err *err, const char *codec, size_t out_len);
+zf_status zf_codec_too_short(zf_err *err, const char *codec, size_t got, size_t out_len);
+
+/* The checksum codecs (crc32, adler32, crc32c): a 4-byte little-endian checksum of the payload
+ * before it ("start", numcodecs' crc32/adler32) or after it ("end", crc32c); the config may say
+ * "location". ops->name names the codec. Shared by checksum32.c and crc32c.c. */
+typedef uint32_t (*zf_checksum_fn)(const uint8_t *buf, size_t len);
+zf_status zf_checksum_codec_new(yajl_val cfg, const zf_codec_ops *ops, zf_checksum_fn fn,
+                                bool at_end, zf_codec **out, zf_err *err);
+zf_status zf_checksum_resolve(const zf_codec *c, const zf_chunk_repr *decoded,
+                              zf_chunk_repr *encoded, zf_err *err);
+zf_status zf_checksum_decode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                             size_t in_len, uint8_t *out, size_t out_len, zf_err *err);
+zf_status zf_checksum_decoded_size(const zf_codec *c, const uint8_t *in, size_t in_len,
+                                   size_t *out_len, zf_err *err);
+
+/* Table-driven CRC-32C, always (zf_crc32c may use the CPU's instruction); for tests. */
+uint32_t zf_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+
+/* Inflate one zlib (window_bits 15) or gzip (31) stream from in into out[0..cap), rejecting
+ * output beyond cap without producing it. On ZF_OK the stream ended: *used input bytes were
+ * consumed and *produced <= cap bytes written. Messages count from `base` of `total` bytes
+ * (for multi-member gzip). Errors: ZF_ERR_CORRUPT (truncated, malformed, too long),
+ * ZF_ERR_NOMEM. Shared by zlib.c and gzip.c. */
+zf_status zf_inflate_stream(const char *codec, int window_bits, const uint8_t *in, size_t in_len,
+                            uint8_t *out, size_t cap, size_t base, size_t total, size_t *used,
+                            size_t *produced, zf_err *err);
+
+#endif

@@ -1,0 +1,77 @@
+/* zstd.c — numcodecs "zstd": one or more Zstandard frames (and skippable frames), with or
+ * without the content size in their headers.
+ *
+ * Decoding is ZSTD's single-pass decompression into the caller's buffer of exactly out_len
+ * bytes: it uses that buffer as its window (no window allocation, whatever the frame header
+ * asks for), never writes past it and fails with dstSize_tooSmall as soon as the data would
+ * produce more, so a bomb costs nothing. A frame whose header declares a larger content size is
+ * rejected before any work. */
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "codec_impl.h"
+
+typedef struct zstd_codec {
+    zf_codec base;
+    int level;     /* for encoding */
+    bool checksum; /* for encoding */
+} zstd_codec;
+
+static zf_status zstd_decode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                             size_t in_len, uint8_t *out, size_t out_len, zf_err *err)
+{
+    (void)c;
+    (void)decoded;
+    if (in_len == 0)
+        return zf_codec_too_short(err, "zstd", 0, out_len);
+    unsigned long long declared = ZSTD_getFrameContentSize(in, in_len);
+    if (declared == ZSTD_CONTENTSIZE_ERROR)
+        return zf_fail(err, ZF_ERR_CORRUPT, "zstd: not a zstd frame");
+    if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared > out_len)
+        return zf_fail(err, ZF_ERR_CORRUPT, "zstd: frame says %llu decoded bytes, expected %zu",
+                       declared, out_len);
+    ZSTD_DCtx *dctx = ZSTD_createDCtx();
+    if (!dctx)
+        return ZF_ERR_NOMEM;
+    size_t r = ZSTD_decompressDCtx(dctx, out, out_len, in, in_len);
+    ZSTD_freeDCtx(dctx);
+    if (ZSTD_isError(r)) {
+        switch (ZSTD_getErrorCode(r)) {
+        case ZSTD_error_dstSize_tooSmall: return zf_codec_too_long(err, "zstd", out_len);
+        case ZSTD_error_srcSize_wrong:
+            return zf_fail(err, ZF_ERR_CORRUPT, "zstd: stream ends early or has trailing bytes");
+        case ZSTD_error_memory_allocation: return ZF_ERR_NOMEM;
+        default:
+            return zf_fail(err, ZF_ERR_CORRUPT, "zstd: corrupt data (%s)", ZSTD_getErrorName(r));
+        }
+    }
+    if (r != out_len)
+        return zf_codec_too_short(err, "zstd", r, out_len);
+    return ZF_OK;
+}
+
+static const zf_codec_ops zstd_ops = {
+    .name = "zstd",
+    .kind = ZF_CODEC_BYTES_TO_BYTES,
+    .resolve = zf_resolve_compressed,
+    .decode = zstd_decode,
+    .destroy = zf_codec_destroy_plain,
+};
+
+zf_status zf_codec_zstd_new(yajl_val cfg, zf_codec **out, zf_err *err)
+{
+    long long level;
+    bool checksum;
+    zf_status st;
+    if ((st = zf_cfg_int(cfg, "zstd", "level", false, true, 0, -(1LL << 31), 1LL << 31, &level,
+                         err)) ||
+        (st = zf_cfg_bool(cfg, "zstd", "checksum", false, &checksum, err)))
+        return st;
+    zstd_codec *z = zf_codec_alloc(sizeof *z, &zstd_ops);
+    if (!z)
+        return ZF_ERR_NOMEM;
+    z->level = (int)(level > ZSTD_maxCLevel() ? ZSTD_maxCLevel() : level);
+    z->checksum = checksum;
+    *out = &z->base;
+    return ZF_OK;
+}

@@ -1,0 +1,206 @@
+/* json.c — yajl tree helpers, base64 and UTF-8 -> UTF-32. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_gen.h>
+
+#include "zarrfs/json.h"
+
+zf_status zf_json_parse(const char *key, const char *text, size_t len, yajl_val *out, zf_err *err)
+{
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return ZF_ERR_NOMEM;
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    if (strlen(copy) != len) {
+        free(copy);
+        return zf_fail(err, ZF_ERR_INVALID, "%s: not valid JSON (contains a NUL byte)", key);
+    }
+    char ebuf[256] = "";
+    yajl_val v = yajl_tree_parse(copy, ebuf, sizeof ebuf);
+    free(copy);
+    if (!v) {
+        char *nl = strchr(ebuf, '\n'); /* yajl's message spans lines; keep the first */
+        if (nl)
+            *nl = '\0';
+        return zf_fail(err, ZF_ERR_INVALID, "%s: not valid JSON (%s)", key,
+                       ebuf[0] ? ebuf : "parse error");
+    }
+    *out = v;
+    return ZF_OK;
+}
+
+yajl_val zf_json_get(yajl_val v, const char *name)
+{
+    if (!YAJL_IS_OBJECT(v))
+        return NULL;
+    for (size_t i = 0; i < v->u.object.len; i++)
+        if (strcmp(v->u.object.keys[i], name) == 0)
+            return v->u.object.values[i];
+    return NULL;
+}
+
+static int gen_value(yajl_gen g, yajl_val v)
+{
+    switch (v ? v->type : yajl_t_null) {
+    case yajl_t_string:
+        return yajl_gen_string(g, (const unsigned char *)v->u.string, strlen(v->u.string));
+    case yajl_t_number:
+        return yajl_gen_number(g, v->u.number.r, strlen(v->u.number.r));
+    case yajl_t_object:
+        if (yajl_gen_map_open(g) != yajl_gen_status_ok)
+            return -1;
+        for (size_t i = 0; i < v->u.object.len; i++) {
+            const char *k = v->u.object.keys[i];
+            if (yajl_gen_string(g, (const unsigned char *)k, strlen(k)) != yajl_gen_status_ok ||
+                gen_value(g, v->u.object.values[i]) != yajl_gen_status_ok)
+                return -1;
+        }
+        return yajl_gen_map_close(g);
+    case yajl_t_array:
+        if (yajl_gen_array_open(g) != yajl_gen_status_ok)
+            return -1;
+        for (size_t i = 0; i < v->u.array.len; i++)
+            if (gen_value(g, v->u.array.values[i]) != yajl_gen_status_ok)
+                return -1;
+        return yajl_gen_array_close(g);
+    case yajl_t_true: return yajl_gen_bool(g, 1);
+    case yajl_t_false: return yajl_gen_bool(g, 0);
+    default: return yajl_gen_null(g);
+    }
+}
+
+char *zf_json_dump(yajl_val v)
+{
+    yajl_gen g = yajl_gen_alloc(NULL);
+    if (!g)
+        return NULL;
+    char *out = NULL;
+    if (gen_value(g, v) == yajl_gen_status_ok) {
+        const unsigned char *buf;
+        size_t len;
+        yajl_gen_get_buf(g, &buf, &len);
+        out = malloc(len + 1);
+        if (out) {
+            memcpy(out, buf, len);
+            out[len] = '\0';
+        }
+    }
+    yajl_gen_free(g);
+    return out;
+}
+
+static int is_integral_text(const char *r)
+{
+    if (*r == '-')
+        r++;
+    if (!*r)
+        return 0;
+    for (; *r; r++)
+        if (*r < '0' || *r > '9')
+            return 0;
+    return 1;
+}
+
+int zf_json_int64(yajl_val v, int64_t *out)
+{
+    if (!YAJL_IS_NUMBER(v) || !is_integral_text(v->u.number.r))
+        return 0;
+    errno = 0;
+    char *end;
+    long long x = strtoll(v->u.number.r, &end, 10);
+    if (errno || *end)
+        return 0;
+    *out = x;
+    return 1;
+}
+
+int zf_json_uint64(yajl_val v, uint64_t *out)
+{
+    if (!YAJL_IS_NUMBER(v) || !is_integral_text(v->u.number.r) || v->u.number.r[0] == '-')
+        return 0;
+    errno = 0;
+    char *end;
+    unsigned long long x = strtoull(v->u.number.r, &end, 10);
+    if (errno || *end)
+        return 0;
+    *out = x;
+    return 1;
+}
+
+static int b64_value(char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+')
+        return 62;
+    if (c == '/')
+        return 63;
+    return -1;
+}
+
+zf_status zf_base64_decode(const char *s, uint8_t **out, size_t *len)
+{
+    size_t n = strlen(s);
+    while (n > 0 && s[n - 1] == '=')
+        n--;
+    if (n % 4 == 1)
+        return ZF_ERR_INVALID;
+    uint8_t *buf = malloc(n * 3 / 4 + 1);
+    if (!buf)
+        return ZF_ERR_NOMEM;
+    size_t o = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int x = b64_value(s[i]);
+        if (x < 0) {
+            free(buf);
+            return ZF_ERR_INVALID;
+        }
+        acc = (acc << 6) | (uint32_t)x;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            buf[o++] = (uint8_t)(acc >> bits);
+        }
+    }
+    *out = buf;
+    *len = o;
+    return ZF_OK;
+}
+
+zf_status zf_utf8_to_utf32(const char *s, size_t len, uint8_t *out, size_t n_units,
+                           int big_endian)
+{
+    memset(out, 0, n_units * 4);
+    size_t i = 0, u = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    while (i < len) {
+        uint32_t c = p[i];
+        int extra = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2
+                  : (c & 0xf8) == 0xf0 ? 3 : -1;
+        if (extra < 0)
+            return ZF_ERR_INVALID;
+        if (extra)
+            c &= 0x3fu >> extra;
+        for (int k = 1; k <= extra; k++) {
+            if (i + (size_t)k >= len || (p[i + k] & 0xc0) != 0x80)
+                return ZF_ERR_INVALID;
+            c = (c << 6) | (p[i + k] & 0x3f);
+        }
+        i += (size_t)extra + 1;
+        if (u < n_units) {
+            uint8_t *q = out + 4 * u;
+            for (int b = 0; b < 4; b++)
+                q[big_endian ? 3 - b : b] = (uint8_t)(c >> (8 * b));
+        }
+        u++;
+    }
+    return ZF_OK;
+}

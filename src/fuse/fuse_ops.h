@@ -1,0 +1,19 @@
+/* fuse_ops.h — the FUSE front end's operations table (internal to src/fuse/). */
+#ifndef ZARRFS_FUSE_OPS_H
+#define ZARRFS_FUSE_OPS_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+
+#include "zarrfs/hierarchy.h"
+
+typedef struct zf_fs {
+    zf_hierarchy *h;
+} zf_fs;
+
+extern const struct fuse_lowlevel_ops zf_fuse_ops;
+
+/* The one place a zf_status becomes an errno. */
+int zf_errno(zf_status st);
+
+#endif

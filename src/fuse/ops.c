@@ -1,0 +1,367 @@
+/* ops.c — FUSE low-level handlers, one per operation, each replying exactly once (the shape of
+ * libfuse's passthrough_ll). Inode numbers are hierarchy node ids; the root is 1
+ * (FUSE_ROOT_ID). Everything is read-only. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include "fuse_ops.h"
+#include "zarrfs/log.h"
+
+#define ATTR_TIMEOUT 3600.0 /* metadata does not change under a read-only mount */
+#define MAX_REQUEST (1u << 20)
+
+int zf_errno(zf_status st)
+{
+    switch (st) {
+    case ZF_OK: return 0;
+    case ZF_ERR_NOT_FOUND: return ENOENT;
+    case ZF_ERR_NOMEM: return ENOMEM;
+    case ZF_ERR_UNSUPPORTED: return EOPNOTSUPP;
+    case ZF_ERR_READONLY: return EROFS;
+    case ZF_ERR_IO:
+    case ZF_ERR_CORRUPT:
+    case ZF_ERR_INVALID: return EIO;
+    }
+    return EIO;
+}
+
+static zf_hierarchy *H(fuse_req_t req) { return ((zf_fs *)fuse_req_userdata(req))->h; }
+
+static void node_attr(const zf_node *n, struct stat *st)
+{
+    memset(st, 0, sizeof *st);
+    st->st_ino = n->id;
+    st->st_mode = n->is_dir ? S_IFDIR | 0555 : S_IFREG | 0444;
+    st->st_nlink = n->is_dir ? 2 : 1;
+    st->st_size = n->is_dir ? 0 : (off_t)n->size;
+    st->st_blksize = 4096;
+    st->st_blocks = (st->st_size + 511) / 512;
+    st->st_mtim = st->st_ctim = st->st_atim = n->mtime;
+}
+
+/* Reply with an error, logging failures that are not plain absence. */
+static void reply_status(fuse_req_t req, zf_status st, const zf_err *err, const char *what)
+{
+    if (st != ZF_ERR_NOT_FOUND)
+        zf_log(st == ZF_ERR_UNSUPPORTED ? ZF_LOG_WARN : ZF_LOG_ERROR, "%s: %s", what,
+               err && err->msg[0] ? err->msg : zf_status_str(st));
+    fuse_reply_err(req, zf_errno(st));
+}
+
+static zf_node *node_of(fuse_req_t req, fuse_ino_t ino)
+{
+    zf_node *n = zf_hierarchy_node(H(req), ino);
+    if (!n)
+        fuse_reply_err(req, ESTALE);
+    return n;
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+    (void)userdata;
+    /* Ask for requests up to 1 MiB: max_pages follows max_write; readahead is raised to match
+     * (NOTES.md: libfuse 3.14 on this kernel). */
+    conn->max_write = MAX_REQUEST;
+    if (conn->max_readahead < MAX_REQUEST)
+        conn->max_readahead = MAX_REQUEST;
+    conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    zf_node *dir = node_of(req, parent), *n;
+    if (!dir)
+        return;
+    if (!dir->is_dir) {
+        fuse_reply_err(req, ENOTDIR);
+        return;
+    }
+    zf_err err = {""};
+    zf_status st = zf_hierarchy_child(H(req), dir, name, &n, &err);
+    if (st != ZF_OK) {
+        char what[600];
+        snprintf(what, sizeof what, "%s%s%s", dir->path, dir->path[0] ? "/" : "", name);
+        reply_status(req, st, &err, what);
+        return;
+    }
+    struct fuse_entry_param e = {.ino = n->id, .attr_timeout = ATTR_TIMEOUT,
+                                 .entry_timeout = ATTR_TIMEOUT};
+    node_attr(n, &e.attr);
+    fuse_reply_entry(req, &e);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)fi;
+    zf_node *n = node_of(req, ino);
+    if (!n)
+        return;
+    struct stat st;
+    node_attr(n, &st);
+    fuse_reply_attr(req, &st, ATTR_TIMEOUT);
+}
+
+typedef struct dir_handle {
+    char **names;
+    size_t n;
+    struct stat *attrs; /* of each child; st_ino 0 when its lookup failed */
+} dir_handle;
+
+static void dir_handle_free(dir_handle *d)
+{
+    zf_hierarchy_names_free(d->names, d->n);
+    free(d->attrs);
+    free(d);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    zf_node *n = node_of(req, ino);
+    if (!n)
+        return;
+    if (!n->is_dir) {
+        fuse_reply_err(req, ENOTDIR);
+        return;
+    }
+    dir_handle *d = calloc(1, sizeof *d);
+    if (!d) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    zf_err err = {""};
+    zf_status st = zf_hierarchy_list(H(req), n, &d->names, &d->n, &err);
+    if (st != ZF_OK) {
+        free(d);
+        reply_status(req, st, &err, n->path[0] ? n->path : "/");
+        return;
+    }
+    /* Entries carry the children's inode numbers and types (readdir skips d_ino 0); a child
+     * whose metadata is invalid still gets listed, with a number no node uses. */
+    d->attrs = calloc(d->n ? d->n : 1, sizeof *d->attrs);
+    if (!d->attrs) {
+        dir_handle_free(d);
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    for (size_t i = 0; i < d->n; i++) {
+        zf_node *c;
+        if (zf_hierarchy_child(H(req), n, d->names[i], &c, NULL) == ZF_OK)
+            node_attr(c, &d->attrs[i]);
+        else
+            d->attrs[i] = (struct stat){.st_ino = UINT64_MAX - i, .st_mode = S_IFREG};
+    }
+    fi->fh = (uintptr_t)d;
+    fi->keep_cache = 1;
+    fuse_reply_open(req, fi);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+    dir_handle *d = (dir_handle *)(uintptr_t)fi->fh;
+    char *buf = malloc(size);
+    if (!buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    size_t used = 0;
+    /* Offsets: 0 ".", 1 "..", 2 + i the i-th child; each entry records the offset after it. */
+    for (size_t i = (size_t)off; i < d->n + 2; i++) {
+        struct stat st = {.st_ino = ino, .st_mode = S_IFDIR};
+        if (i >= 2)
+            st = d->attrs[i - 2];
+        const char *name = i == 0 ? "." : i == 1 ? ".." : d->names[i - 2];
+        size_t need = fuse_add_direntry(req, buf + used, size - used, name, &st, (off_t)(i + 1));
+        if (need > size - used)
+            break;
+        used += need;
+    }
+    fuse_reply_buf(req, buf, used);
+    free(buf);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    dir_handle_free((dir_handle *)(uintptr_t)fi->fh);
+    fuse_reply_err(req, 0);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    zf_node *n = node_of(req, ino);
+    if (!n)
+        return;
+    if (n->is_dir) {
+        fuse_reply_err(req, EISDIR);
+        return;
+    }
+    if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+        fuse_reply_err(req, EROFS);
+        return;
+    }
+    zf_array *a;
+    zf_err err = {""};
+    zf_status st = zf_hierarchy_array(H(req), n, &a, &err);
+    if (st != ZF_OK) {
+        reply_status(req, st, &err, n->path);
+        return;
+    }
+    fi->fh = (uintptr_t)a;
+    fi->keep_cache = 1; /* the data never changes under a read-only mount: keep the page cache */
+    fuse_reply_open(req, fi);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi)
+{
+    zf_array *a = (zf_array *)(uintptr_t)fi->fh;
+    if (off < 0) {
+        fuse_reply_err(req, EINVAL);
+        return;
+    }
+    void *buf = malloc(size ? size : 1);
+    if (!buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    size_t got = 0;
+    zf_err err = {""};
+    zf_status st = zf_array_read(a, (uint64_t)off, buf, size, &got, &err);
+    if (st != ZF_OK) {
+        zf_node *n = zf_hierarchy_node(H(req), ino);
+        char what[600];
+        snprintf(what, sizeof what, "%s: read of %zu bytes at %lld", n ? n->path : "?", size,
+                 (long long)off);
+        reply_status(req, st, &err, what);
+    } else {
+        fuse_reply_buf(req, buf, got);
+    }
+    free(buf);
+}
+
+/* ----- extended attributes (DESIGN.md, "The file-system view") ----- */
+
+static const char *const XATTRS[] = {
+    "user.zarr.format",    "user.zarr.metadata", "user.zarr.attributes",     "user.zarr.shape",
+    "user.zarr.chunks",    "user.zarr.dtype",    "user.zarr.fill_value",     "user.zarr.dimension_names",
+};
+#define N_XATTRS (sizeof XATTRS / sizeof *XATTRS)
+
+static char *dims_json(const uint64_t *dims, unsigned n)
+{
+    size_t cap = 2 + (size_t)n * 22, o = 0;
+    char *s = malloc(cap);
+    if (!s)
+        return NULL;
+    s[o++] = '[';
+    for (unsigned d = 0; d < n; d++)
+        o += (size_t)snprintf(s + o, cap - o, "%s%llu", d ? ", " : "", (unsigned long long)dims[d]);
+    snprintf(s + o, cap - o, "]");
+    return s;
+}
+
+/* Value of xattr i for node n (malloc'd), or NULL when the node has none. */
+static char *xattr_value(const zf_node *n, size_t i)
+{
+    const zf_node_meta *m = &n->meta;
+    const zf_array_meta *a = &m->array;
+    bool array = !n->is_dir;
+    if (n->virtual_root && i != 0)
+        return NULL;
+    switch (i) {
+    case 0: return strdup(zf_format_name(m->format));
+    case 1: return m->metadata_json ? strdup(m->metadata_json) : NULL;
+    case 2: return m->attributes_json ? strdup(m->attributes_json) : NULL;
+    case 3: return array && a->dtype_typestr ? dims_json(a->shape, a->ndim) : NULL;
+    case 4: return array && a->dtype_typestr ? dims_json(a->chunks, a->ndim) : NULL;
+    case 5: return array && a->dtype_typestr ? strdup(a->dtype_typestr) : NULL;
+    case 6: return array && a->fill_value_json ? strdup(a->fill_value_json) : NULL;
+    case 7:
+        if (!array || !a->dtype_typestr)
+            return NULL;
+        return strdup(a->dimension_names_json ? a->dimension_names_json : "null");
+    }
+    return NULL;
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+    zf_node *n = node_of(req, ino);
+    if (!n)
+        return;
+    for (size_t i = 0; i < N_XATTRS; i++) {
+        if (strcmp(name, XATTRS[i]) != 0)
+            continue;
+        char *v = xattr_value(n, i);
+        if (!v)
+            break;
+        size_t len = strlen(v);
+        if (size == 0)
+            fuse_reply_xattr(req, len);
+        else if (size < len)
+            fuse_reply_err(req, ERANGE);
+        else
+            fuse_reply_buf(req, v, len);
+        free(v);
+        return;
+    }
+    fuse_reply_err(req, ENODATA);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+    zf_node *n = node_of(req, ino);
+    if (!n)
+        return;
+    char buf[512];
+    size_t len = 0;
+    for (size_t i = 0; i < N_XATTRS; i++) {
+        char *v = xattr_value(n, i);
+        if (!v)
+            continue;
+        free(v);
+        size_t l = strlen(XATTRS[i]) + 1;
+        memcpy(buf + len, XATTRS[i], l);
+        len += l;
+    }
+    if (size == 0)
+        fuse_reply_xattr(req, len);
+    else if (size < len)
+        fuse_reply_err(req, ERANGE);
+    else
+        fuse_reply_buf(req, buf, len);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                        size_t size, int flags)
+{
+    (void)ino, (void)name, (void)value, (void)size, (void)flags;
+    fuse_reply_err(req, EROFS);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+    (void)ino;
+    struct statvfs sv = {.f_bsize = 4096, .f_frsize = 4096, .f_namemax = 255};
+    fuse_reply_statfs(req, &sv);
+}
+
+const struct fuse_lowlevel_ops zf_fuse_ops = {
+    .init = op_init,
+    .lookup = op_lookup,
+    .getattr = op_getattr,
+    .opendir = op_opendir,
+    .readdir = op_readdir,
+    .releasedir = op_releasedir,
+    .open = op_open,
+    .read = op_read,
+    .getxattr = op_getxattr,
+    .listxattr = op_listxattr,
+    .setxattr = op_setxattr,
+    .statfs = op_statfs,
+};

@@ -1,0 +1,344 @@
+/* meta_v2.c — Zarr v2 storage spec: "Metadata" (.zarray), "Groups" (.zgroup), "Attributes"
+ * (.zattrs) and "Data type encoding", parsed into the dialect-independent zf_node_meta.
+ *
+ * Errors name the key and the field: `.zarray: "shape": expected a list of non-negative
+ * integers`. What the spec allows but zarrfs cannot serve (object dtype, unknown codecs) is not
+ * an error: it marks the node unsupported, so it is still listed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meta_impl.h"
+#include "zarrfs/json.h"
+
+#define FIELD_FAIL(err, key, field, ...)                                                     \
+    (zf_fail(err, ZF_ERR_INVALID, __VA_ARGS__), zf_err_prefix(err, "%s: \"%s\"", key, field), \
+     ZF_ERR_INVALID)
+
+static zf_status mark_unsupported(zf_node_meta *m, const char *why)
+{
+    if (m->unsupported == ZF_OK) {
+        m->unsupported = ZF_ERR_UNSUPPORTED;
+        m->unsupported_why = strdup(why);
+        if (!m->unsupported_why)
+            return ZF_ERR_NOMEM;
+    }
+    return ZF_OK;
+}
+
+/* shape / chunks: a list of integers, each >= min. */
+static zf_status parse_dims(const char *key, const char *field, yajl_val v, uint64_t min,
+                            unsigned *ndim, uint64_t *dims, zf_err *err)
+{
+    const char *what = min ? "expected a list of positive integers"
+                           : "expected a list of non-negative integers";
+    if (!v)
+        return FIELD_FAIL(err, key, field, "missing");
+    if (!YAJL_IS_ARRAY(v))
+        return FIELD_FAIL(err, key, field, "%s", what);
+    if (v->u.array.len > ZF_MAX_DIMS)
+        return FIELD_FAIL(err, key, field, "more than %d dimensions", ZF_MAX_DIMS);
+    for (size_t i = 0; i < v->u.array.len; i++) {
+        int64_t x;
+        if (!zf_json_int64(v->u.array.values[i], &x) || x < (int64_t)min)
+            return FIELD_FAIL(err, key, field, "%s", what);
+        dims[i] = (uint64_t)x;
+    }
+    *ndim = (unsigned)v->u.array.len;
+    return ZF_OK;
+}
+
+/* Item size of a v2 data type: a typestr or a structured descr list (recursively). Sets
+ * *has_object when an object field appears anywhere. */
+static zf_status dtype_size(yajl_val v, size_t *size, bool *has_object, zf_dtype *simple,
+                            zf_err *err)
+{
+    if (YAJL_IS_STRING(v)) {
+        zf_dtype dt;
+        zf_status st = zf_dtype_parse(v->u.string, &dt, err);
+        if (st != ZF_OK)
+            return st;
+        if (dt.kind == 'O')
+            *has_object = true;
+        if (simple)
+            *simple = dt;
+        *size = dt.itemsize;
+        return ZF_OK;
+    }
+    if (!YAJL_IS_ARRAY(v) || v->u.array.len == 0)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "expected a typestr or a list of [name, type(, shape)] fields");
+    size_t total = 0;
+    for (size_t i = 0; i < v->u.array.len; i++) {
+        yajl_val f = v->u.array.values[i];
+        if (!YAJL_IS_ARRAY(f) || f->u.array.len < 2 || f->u.array.len > 3 ||
+            !YAJL_IS_STRING(f->u.array.values[0]))
+            return zf_fail(err, ZF_ERR_INVALID, "field %zu: expected [name, type(, shape)]", i);
+        size_t fsize;
+        zf_status st = dtype_size(f->u.array.values[1], &fsize, has_object, NULL, err);
+        if (st != ZF_OK)
+            return st;
+        if (f->u.array.len == 3) {
+            yajl_val shp = f->u.array.values[2];
+            if (!YAJL_IS_ARRAY(shp))
+                return zf_fail(err, ZF_ERR_INVALID, "field %zu: shape must be a list", i);
+            for (size_t k = 0; k < shp->u.array.len; k++) {
+                int64_t x;
+                if (!zf_json_int64(shp->u.array.values[k], &x) || x < 0 ||
+                    (x && fsize > ((size_t)1 << 31) / (uint64_t)x))
+                    return zf_fail(err, ZF_ERR_INVALID, "field %zu: bad subarray shape", i);
+                fsize *= (size_t)x;
+            }
+        }
+        total += fsize;
+        if (total > ((size_t)1 << 31))
+            return zf_fail(err, ZF_ERR_INVALID, "structured type too large");
+    }
+    *size = total;
+    return ZF_OK;
+}
+
+static zf_status dup_text(char **dst, const char *text, size_t len)
+{
+    *dst = malloc(len + 1);
+    if (!*dst)
+        return ZF_ERR_NOMEM;
+    memcpy(*dst, text, len);
+    (*dst)[len] = '\0';
+    return ZF_OK;
+}
+
+static zf_status common_fields(const char *key, const char *text, size_t len,
+                               const char *attrs_json, zf_node_meta *m, yajl_val doc,
+                               zf_err *err)
+{
+    int64_t fmt;
+    yajl_val zf = zf_json_get(doc, "zarr_format");
+    if (!zf)
+        return FIELD_FAIL(err, key, "zarr_format", "missing");
+    if (!zf_json_int64(zf, &fmt) || fmt != 2)
+        return FIELD_FAIL(err, key, "zarr_format", "expected 2");
+    m->format = ZF_FORMAT_V2;
+    if (dup_text(&m->metadata_json, text, len) || !(m->metadata_key = strdup(key)) ||
+        !(m->attributes_json = strdup(attrs_json ? attrs_json : "{}")))
+        return ZF_ERR_NOMEM;
+    return ZF_OK;
+}
+
+static zf_status open_doc(const char *key, const char *text, size_t len, yajl_val *doc,
+                          zf_err *err)
+{
+    zf_status st = zf_json_parse(key, text, len, doc, err);
+    if (st != ZF_OK)
+        return st;
+    if (!YAJL_IS_OBJECT(*doc)) {
+        yajl_tree_free(*doc);
+        return zf_fail(err, ZF_ERR_INVALID, "%s: expected a JSON object", key);
+    }
+    return ZF_OK;
+}
+
+zf_status zf_meta_parse_v2_group(const char *key, const char *text, size_t len,
+                                 const char *attrs_json, zf_node_meta *m, zf_err *err)
+{
+    memset(m, 0, sizeof *m);
+    yajl_val doc;
+    zf_status st = open_doc(key, text, len, &doc, err);
+    if (st != ZF_OK)
+        return st;
+    m->kind = ZF_NODE_GROUP;
+    st = common_fields(key, text, len, attrs_json, m, doc, err);
+    yajl_tree_free(doc);
+    if (st != ZF_OK)
+        zf_node_meta_free(m);
+    return st;
+}
+
+/* xarray's convention: dimension names in the "_ARRAY_DIMENSIONS" attribute. */
+static zf_status dimension_names(zf_node_meta *m)
+{
+    yajl_val attrs;
+    if (!m->attributes_json ||
+        zf_json_parse("attrs", m->attributes_json, strlen(m->attributes_json), &attrs, NULL))
+        return ZF_OK;
+    yajl_val dims = zf_json_get(attrs, "_ARRAY_DIMENSIONS");
+    zf_status st = ZF_OK;
+    if (YAJL_IS_ARRAY(dims) && dims->u.array.len == m->array.ndim) {
+        m->array.dimension_names_json = zf_json_dump(dims);
+        if (!m->array.dimension_names_json)
+            st = ZF_ERR_NOMEM;
+    }
+    yajl_tree_free(attrs);
+    return st;
+}
+
+/* Codec chain of Zarr v2 "Chunks": order (a transpose), filters, then the compressor. */
+static zf_status build_chain(const char *key, yajl_val doc, zf_node_meta *m, zf_err *err)
+{
+    zf_array_meta *a = &m->array;
+    yajl_val order = zf_json_get(doc, "order");
+    bool fortran = false;
+    if (order) {
+        if (!YAJL_IS_STRING(order) ||
+            (strcmp(order->u.string, "C") && strcmp(order->u.string, "F")))
+            return FIELD_FAIL(err, key, "order", "expected \"C\" or \"F\"");
+        fortran = order->u.string[0] == 'F';
+    }
+    zf_status st;
+    if (fortran && a->ndim > 1) {
+        unsigned perm[ZF_MAX_DIMS];
+        for (unsigned d = 0; d < a->ndim; d++)
+            perm[d] = a->ndim - 1 - d;
+        zf_codec *t;
+        if ((st = zf_codec_transpose_new(a->ndim, perm, &t, err)) != ZF_OK)
+            return st;
+        if ((st = zf_chain_append(&a->chain, t)) != ZF_OK)
+            return st;
+    }
+    yajl_val filters = zf_json_get(doc, "filters");
+    if (filters && !YAJL_IS_NULL(filters) && !YAJL_IS_ARRAY(filters))
+        return FIELD_FAIL(err, key, "filters", "expected null or a list of codec objects");
+    size_t nf = YAJL_IS_ARRAY(filters) ? filters->u.array.len : 0;
+    yajl_val comp = zf_json_get(doc, "compressor");
+    if (comp && !YAJL_IS_NULL(comp) && !YAJL_IS_OBJECT(comp))
+        return FIELD_FAIL(err, key, "compressor", "expected null or a codec object");
+    for (size_t i = 0; i <= nf; i++) {
+        yajl_val cfg = i < nf ? filters->u.array.values[i] : comp;
+        const char *field = i < nf ? "filters" : "compressor";
+        if (!cfg || YAJL_IS_NULL(cfg))
+            continue;
+        zf_codec *c = NULL;
+        zf_err cerr = {""};
+        st = zf_codec_from_v2(cfg, &c, &cerr);
+        if (st == ZF_ERR_UNSUPPORTED) {
+            char why[600];
+            snprintf(why, sizeof why, "%s: \"%s\": %s", key, field, cerr.msg);
+            if ((st = mark_unsupported(m, why)) != ZF_OK)
+                return st;
+            continue;
+        }
+        if (st != ZF_OK)
+            return FIELD_FAIL(err, key, field, "%s", cerr.msg[0] ? cerr.msg : zf_status_str(st));
+        if ((st = zf_chain_append(&a->chain, c)) != ZF_OK) {
+            zf_codec_free(c);
+            return st;
+        }
+    }
+    if (m->unsupported != ZF_OK)
+        return ZF_OK;
+    /* The chain must fit this array's chunks (e.g. a delta filter's element size). */
+    zf_chunk_repr *reprs = calloc(a->chain.n + 1, sizeof *reprs);
+    if (!reprs)
+        return ZF_ERR_NOMEM;
+    zf_chunk_repr dec = {.ndim = a->ndim, .dtype = a->dtype,
+                         .nbytes = (size_t)(zf_array_meta_chunk_elems(a) * a->dtype.itemsize)};
+    memcpy(dec.shape, a->chunks, sizeof(uint64_t) * a->ndim);
+    zf_err cerr = {""};
+    st = zf_chain_resolve(&a->chain, &dec, reprs, &cerr);
+    free(reprs);
+    if (st == ZF_ERR_NOMEM)
+        return st;
+    if (st != ZF_OK)
+        return FIELD_FAIL(err, key, nf ? "filters" : "compressor", "%s", cerr.msg);
+    return ZF_OK;
+}
+
+static zf_status parse_array(const char *key, yajl_val doc, zf_node_meta *m, zf_err *err)
+{
+    zf_array_meta *a = &m->array;
+    zf_status st;
+    unsigned cnd;
+    if ((st = parse_dims(key, "shape", zf_json_get(doc, "shape"), 0, &a->ndim, a->shape, err)) ||
+        (st = parse_dims(key, "chunks", zf_json_get(doc, "chunks"), 1, &cnd, a->chunks, err)))
+        return st;
+    if (cnd != a->ndim)
+        return FIELD_FAIL(err, key, "chunks", "expected %u lengths, one per dimension of \"shape\"",
+                          a->ndim);
+
+    yajl_val dtv = zf_json_get(doc, "dtype");
+    if (!dtv)
+        return FIELD_FAIL(err, key, "dtype", "missing");
+    bool has_object = false;
+    size_t itemsize;
+    zf_err derr = {""};
+    zf_dtype simple = {0};
+    if ((st = dtype_size(dtv, &itemsize, &has_object, &simple, &derr)) != ZF_OK)
+        return FIELD_FAIL(err, key, "dtype", "%s", derr.msg);
+    if (YAJL_IS_STRING(dtv)) {
+        a->dtype = simple;
+        char ts[48];
+        zf_dtype_format(&simple, ts, sizeof ts);
+        a->dtype_typestr = strdup(simple.kind == 'O' ? "|O" : ts);
+    } else {
+        a->dtype = (zf_dtype){.kind = 'V', .byteorder = '|', .itemsize = itemsize};
+        a->dtype_typestr = zf_json_dump(dtv);
+    }
+    a->dtype_json = zf_json_dump(dtv);
+    if (!a->dtype_typestr || !a->dtype_json)
+        return ZF_ERR_NOMEM;
+    if (has_object) {
+        char why[300];
+        snprintf(why, sizeof why, "%s: \"dtype\": %s: object data types are not supported", key,
+                 a->dtype_json);
+        return mark_unsupported(m, why);
+    }
+
+    /* The flat file's size must be an off_t; each chunk must fit in memory. */
+    uint64_t bytes = a->dtype.itemsize, cbytes = a->dtype.itemsize;
+    for (unsigned d = 0; d < a->ndim; d++) {
+        if (a->shape[d] && bytes > (uint64_t)INT64_MAX / a->shape[d])
+            return FIELD_FAIL(err, key, "shape", "the array holds more than 2^63 bytes");
+        bytes *= a->shape[d] ? a->shape[d] : 1; /* a zero dimension makes it empty, not small */
+        /* cbytes <= 2^31 and chunks[d] <= 2^31 here, so the product cannot overflow */
+        cbytes = a->chunks[d] > ZF_MAX_CHUNK_BYTES ? ZF_MAX_CHUNK_BYTES + 1 : cbytes * a->chunks[d];
+        if (cbytes > ZF_MAX_CHUNK_BYTES)
+            cbytes = ZF_MAX_CHUNK_BYTES + 1;
+    }
+    if (cbytes > ZF_MAX_CHUNK_BYTES) {
+        char why[300];
+        snprintf(why, sizeof why, "%s: \"chunks\": a chunk holds more than %llu bytes, zarrfs's limit",
+                 key, (unsigned long long)ZF_MAX_CHUNK_BYTES);
+        return mark_unsupported(m, why);
+    }
+
+    yajl_val sep = zf_json_get(doc, "dimension_separator");
+    a->key_encoding.separator = '.';
+    if (sep && !YAJL_IS_NULL(sep)) {
+        if (!YAJL_IS_STRING(sep) || (strcmp(sep->u.string, ".") && strcmp(sep->u.string, "/")))
+            return FIELD_FAIL(err, key, "dimension_separator", "expected \".\" or \"/\"");
+        a->key_encoding.separator = sep->u.string[0];
+        a->dimension_separator_given = true;
+    }
+
+    yajl_val fv = zf_json_get(doc, "fill_value");
+    a->fill_value = calloc(1, a->dtype.itemsize ? a->dtype.itemsize : 1);
+    a->fill_value_json = fv ? zf_json_dump(fv) : strdup("null");
+    if (!a->fill_value || !a->fill_value_json)
+        return ZF_ERR_NOMEM;
+    zf_err ferr = {""};
+    if ((st = zf_meta_v2_fill_value_val(fv, &a->dtype, a->fill_value, &ferr)) != ZF_OK) {
+        if (st == ZF_ERR_NOMEM)
+            return st;
+        zf_fail(err, st, "%s: %s", key, ferr.msg);
+        return st;
+    }
+    return build_chain(key, doc, m, err);
+}
+
+zf_status zf_meta_parse_v2_array(const char *key, const char *text, size_t len,
+                                 const char *attrs_json, zf_node_meta *m, zf_err *err)
+{
+    memset(m, 0, sizeof *m);
+    yajl_val doc;
+    zf_status st = open_doc(key, text, len, &doc, err);
+    if (st != ZF_OK)
+        return st;
+    m->kind = ZF_NODE_ARRAY;
+    if ((st = common_fields(key, text, len, attrs_json, m, doc, err)) == ZF_OK &&
+        (st = parse_array(key, doc, m, err)) == ZF_OK)
+        st = dimension_names(m);
+    yajl_tree_free(doc);
+    if (st != ZF_OK)
+        zf_node_meta_free(m);
+    return st;
+}

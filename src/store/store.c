@@ -1,0 +1,92 @@
+/* store.c — key validation and dispatch to store backends. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "zarrfs/store.h"
+
+void zf_bytes_free(zf_bytes *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = 0;
+}
+
+void zf_store_listing_free(zf_store_listing *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->entries[i].name);
+    free(l->entries);
+    l->entries = NULL;
+    l->n = 0;
+}
+
+bool zf_key_is_valid(const char *key)
+{
+    if (!key || !*key || *key == '/')
+        return false;
+    const char *seg = key;
+    for (;;) {
+        const char *end = strchr(seg, '/');
+        size_t n = end ? (size_t)(end - seg) : strlen(seg);
+        if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
+            return false;
+        if (memchr(seg, '\\', n))
+            return false;
+        if (!end)
+            return true;
+        seg = end + 1;
+    }
+}
+
+zf_status zf_store_open(const char *url, zf_store **out, zf_err *err)
+{
+    const char *path = url;
+    if (strncmp(url, "file://", 7) == 0) {
+        path = url + 7;
+    } else if (strstr(url, "://")) {
+        return zf_fail(err, ZF_ERR_UNSUPPORTED, "%s: this kind of store is not supported yet",
+                       url);
+    }
+    return zf_store_file_open(path, out, err);
+}
+
+static zf_status check_key(const char *key, bool allow_root, zf_err *err)
+{
+    if (allow_root && key[0] == '\0')
+        return ZF_OK;
+    if (!zf_key_is_valid(key))
+        return zf_fail(err, ZF_ERR_INVALID, "\"%s\": invalid store key", key);
+    return ZF_OK;
+}
+
+zf_status zf_store_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)
+{
+    zf_status st = check_key(key, false, err);
+    return st ? st : s->ops->get(s, key, out, err);
+}
+
+zf_status zf_store_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
+                               zf_bytes *out, zf_err *err)
+{
+    zf_status st = check_key(key, false, err);
+    return st ? st : s->ops->get_partial(s, key, offset, len, out, err);
+}
+
+zf_status zf_store_stat(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
+                        zf_err *err)
+{
+    zf_status st = check_key(key, false, err);
+    return st ? st : s->ops->stat(s, key, size, mtime, err);
+}
+
+zf_status zf_store_list_dir(zf_store *s, const char *prefix, zf_store_listing *out, zf_err *err)
+{
+    zf_status st = check_key(prefix, true, err);
+    return st ? st : s->ops->list_dir(s, prefix, out, err);
+}
+
+void zf_store_close(zf_store *s)
+{
+    if (s)
+        s->ops->destroy(s);
+}

@@ -1,0 +1,88 @@
+/* test_main.c — the codec unit tests: numcodecs fixture and generated cases (test_fixture.c),
+ * malformed and hostile input (test_negative.c), transpose, chain and checksums
+ * (test_transpose.c).
+ *
+ * Before the suites run, numcodecs_expected.py (next to this file) is run with a Python that has
+ * numcodecs — $ZARRFS_NUMCODECS_PYTHON, default /usr/bin/python3 — to write numcodecs' own
+ * decodes into a temporary directory. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "testutil.h"
+
+#ifndef CODEC_TEST_SRCDIR
+#define CODEC_TEST_SRCDIR NULL
+#endif
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* The directory of this source file, for the Python script. */
+static const char *src_dir(char *buf, size_t n)
+{
+    if (CODEC_TEST_SRCDIR)
+        return CODEC_TEST_SRCDIR;
+    snprintf(buf, n, "%s", __FILE__);
+    char *slash = strrchr(buf, '/');
+    if (!slash)
+        return ".";
+    *slash = '\0';
+    return buf;
+}
+
+static char tmpdir[] = "/tmp/zarrfs-codec-test-XXXXXX";
+
+static void generate_expected(void)
+{
+    const char *shared = getenv("ZARRFS_SHARED");
+    const char *python = getenv("ZARRFS_NUMCODECS_PYTHON");
+    if (!python)
+        python = "/usr/bin/python3";
+    char sbuf[4096];
+    const char *src = src_dir(sbuf, sizeof sbuf);
+    if (!shared || strchr(shared, '\'') || strchr(src, '\'') || strchr(python, '\'')) {
+        printf("numcodecs expectations: not generated (paths)\n");
+        return;
+    }
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return;
+    }
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "'%s' '%s/numcodecs_expected.py' '%s/testdata/numcodecs-fixture' '%s'",
+             python, src, shared, tmpdir);
+    int rc = system(cmd);
+    if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0) {
+        tu_expected_dir = tmpdir;
+    } else {
+        printf("numcodecs expectations: %s exited with %d; lossy codecs are checked with "
+               "tolerances only and generated cases are skipped\n",
+               python, rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
+    }
+    fflush(stdout);
+}
+
+int main(void)
+{
+    generate_expected();
+    SRunner *sr = srunner_create(codec_fixture_suite());
+    srunner_add_suite(sr, codec_negative_suite());
+    srunner_add_suite(sr, codec_transpose_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    if (tmpdir[strlen(tmpdir) - 1] != 'X')
+        nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

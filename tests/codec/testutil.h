@@ -1,0 +1,53 @@
+/* testutil.h — helpers shared by the codec unit tests. */
+#ifndef ZARRFS_TEST_CODEC_UTIL_H
+#define ZARRFS_TEST_CODEC_UTIL_H
+
+#include <check.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zarrfs/codec.h"
+
+/* Whole file, malloc'd (+1 NUL byte); NULL when it cannot be read. */
+uint8_t *tu_read_file(const char *path, size_t *len);
+
+/* Parse JSON text (asserts it parses). Free with yajl_tree_free. */
+yajl_val tu_json(const char *text);
+
+/* zf_codec_from_v2 on JSON text; asserts success. */
+zf_codec *tu_codec(const char *json);
+
+/* zf_codec_from_v2 on JSON text, returning its status (the codec, if any, is freed). */
+zf_status tu_codec_status(const char *json, zf_err *err);
+
+/* Decode with a one-codec call, the output a flat byte string of out_len. */
+zf_status tu_decode(const zf_codec *c, const void *in, size_t in_len, void *out, size_t out_len,
+                    zf_err *err);
+
+/* Deterministic test data: compressible bytes (small alphabet with runs). */
+void tu_fill(uint8_t *buf, size_t n, uint32_t seed);
+
+/* The directory of generated numcodecs expectations (NULL when numcodecs is not available). */
+extern const char *tu_expected_dir;
+
+/* .npy files (format versions 1-3): dtype, order, shape and the raw data as stored. */
+typedef struct tu_npy {
+    char descr[64];
+    bool fortran;
+    unsigned ndim;
+    uint64_t shape[32];
+    size_t nelem;
+    const uint8_t *data; /* into file */
+    size_t data_len;
+    uint8_t *file;
+} tu_npy;
+
+bool tu_npy_load(const char *path, tu_npy *out, char *why, size_t whylen);
+void tu_npy_free(tu_npy *n);
+
+Suite *codec_fixture_suite(void);
+Suite *codec_negative_suite(void);
+Suite *codec_transpose_suite(void);
+
+#endif

@@ -1,0 +1,149 @@
+/* Unit tests for src/common: typestrs, element casts, half floats, JSON helpers, base64. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zarrfs/dtype.h"
+#include "zarrfs/json.h"
+
+START_TEST(typestr_parse)
+{
+    zf_dtype dt;
+    zf_err err = {""};
+    ck_assert_int_eq(zf_dtype_parse("<f8", &dt, &err), ZF_OK);
+    ck_assert_int_eq(dt.kind, 'f');
+    ck_assert_int_eq(dt.byteorder, '<');
+    ck_assert_uint_eq(dt.itemsize, 8);
+    ck_assert_int_eq(zf_dtype_parse(">M8[ns]", &dt, &err), ZF_OK);
+    ck_assert_str_eq(dt.unit, "ns");
+    ck_assert(zf_dtype_is_swapped(&dt));
+    ck_assert_int_eq(zf_dtype_parse("<U5", &dt, &err), ZF_OK);
+    ck_assert_uint_eq(dt.itemsize, 20);
+    ck_assert_int_eq(zf_dtype_parse("|S0", &dt, &err), ZF_OK);
+    ck_assert_uint_eq(dt.itemsize, 0);
+    char buf[32];
+    zf_dtype_parse("<m8[10s]", &dt, &err);
+    zf_dtype_format(&dt, buf, sizeof buf);
+    ck_assert_str_eq(buf, "<m8[10s]");
+    zf_dtype_parse("<U5", &dt, &err);
+    zf_dtype_format(&dt, buf, sizeof buf);
+    ck_assert_str_eq(buf, "<U5");
+    const char *bad[] = {"f8", "<x4", "<f3", "<i", "<i4x", "<M8[", "<f8[s]", "<b2", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err.msg[0] = '\0';
+        ck_assert_int_eq(zf_dtype_parse(bad[i], &dt, &err), ZF_ERR_INVALID);
+        ck_assert(err.msg[0] != '\0');
+    }
+}
+END_TEST
+
+START_TEST(half_conversions)
+{
+    /* Values and bit patterns from IEEE 754 binary16. */
+    ck_assert_uint_eq(zf_double_to_half(1.0), 0x3c00);
+    ck_assert_uint_eq(zf_double_to_half(-2.0), 0xc000);
+    ck_assert_uint_eq(zf_double_to_half(65504.0), 0x7bff);
+    ck_assert_uint_eq(zf_double_to_half(65520.0), 0x7c00); /* rounds to infinity */
+    ck_assert_uint_eq(zf_double_to_half(5.960464477539063e-08), 0x0001); /* smallest subnormal */
+    ck_assert_uint_eq(zf_double_to_half(2.9802322387695312e-08), 0x0000); /* tie to even: 0 */
+    ck_assert_uint_eq(zf_double_to_half(1.0 + 1.0 / 2048), 0x3c00);     /* tie to even */
+    ck_assert_uint_eq(zf_double_to_half(1.0 + 3.0 / 2048), 0x3c02);     /* tie to even up */
+    ck_assert_uint_eq(zf_double_to_half(NAN) & 0x7e00, 0x7e00);
+    ck_assert_uint_eq(zf_double_to_half(-INFINITY), 0xfc00);
+    ck_assert(zf_half_to_float(0x3555) > 0.333f && zf_half_to_float(0x3555) < 0.3334f);
+    ck_assert(zf_half_to_float(0x0001) == 5.960464477539063e-08f);
+    for (uint32_t h = 0; h < 0x10000; h++) { /* every finite half round-trips */
+        if ((h & 0x7c00) == 0x7c00)
+            continue;
+        ck_assert_uint_eq(zf_float_to_half(zf_half_to_float((uint16_t)h)), h);
+    }
+}
+END_TEST
+
+START_TEST(element_casts)
+{
+    zf_dtype i2, u1, f4, be8;
+    zf_dtype_parse("<i2", &i2, NULL);
+    zf_dtype_parse("|u1", &u1, NULL);
+    zf_dtype_parse("<f4", &f4, NULL);
+    zf_dtype_parse(">u8", &be8, NULL);
+    uint8_t buf[16] = {0};
+    zf_dtype_store(&i2, buf, 0, (zf_num){.kind = 'f', .v.f = -3.9});
+    ck_assert_int_eq(zf_dtype_load(&i2, buf, 0).v.i, -3); /* truncation toward zero */
+    zf_dtype_store(&u1, buf, 0, (zf_num){.kind = 'i', .v.i = 257});
+    ck_assert_uint_eq(buf[0], 1); /* integers wrap */
+    zf_dtype_store(&f4, buf, 1, (zf_num){.kind = 'i', .v.i = 3});
+    ck_assert(zf_dtype_load(&f4, buf, 1).v.f == 3.0);
+    zf_dtype_store(&be8, buf, 1, (zf_num){.kind = 'u', .v.u = 0x0102030405060708ull});
+    ck_assert_uint_eq(buf[8], 1);
+    ck_assert_uint_eq(buf[15], 8);
+    ck_assert_uint_eq(zf_dtype_load(&be8, buf, 1).v.u, 0x0102030405060708ull);
+    zf_dtype_store(&i2, buf, 0, (zf_num){.kind = 'f', .v.f = NAN}); /* defined, no UB */
+}
+END_TEST
+
+START_TEST(json_helpers)
+{
+    yajl_val v;
+    zf_err err = {""};
+    const char *doc = "{\"a\": 18446744073709551615, \"b\": -9223372036854775808, \"c\": 1.5}";
+    ck_assert_int_eq(zf_json_parse("k", doc, strlen(doc), &v, &err), ZF_OK);
+    uint64_t u;
+    int64_t i;
+    ck_assert(zf_json_uint64(zf_json_get(v, "a"), &u));
+    ck_assert_uint_eq(u, UINT64_MAX);
+    ck_assert(zf_json_int64(zf_json_get(v, "b"), &i));
+    ck_assert(i == INT64_MIN);
+    ck_assert(!zf_json_int64(zf_json_get(v, "c"), &i));
+    ck_assert(!zf_json_int64(zf_json_get(v, "a"), &i));
+    char *s = zf_json_dump(v);
+    ck_assert_str_eq(s, "{\"a\":18446744073709551615,\"b\":-9223372036854775808,\"c\":1.5}");
+    free(s);
+    yajl_tree_free(v);
+    ck_assert_int_eq(zf_json_parse(".zarray", "{\"a\": ", 6, &v, &err), ZF_ERR_INVALID);
+    ck_assert_msg(strncmp(err.msg, ".zarray: not valid JSON", 23) == 0, "%s", err.msg);
+}
+END_TEST
+
+START_TEST(base64_and_utf32)
+{
+    uint8_t *out;
+    size_t n;
+    ck_assert_int_eq(zf_base64_decode("AAECAw==", &out, &n), ZF_OK);
+    ck_assert_uint_eq(n, 4);
+    ck_assert_uint_eq(out[3], 3);
+    free(out);
+    ck_assert_int_eq(zf_base64_decode("aGVsbG8", &out, &n), ZF_OK); /* unpadded */
+    ck_assert_uint_eq(n, 5);
+    ck_assert_int_eq(memcmp(out, "hello", 5), 0);
+    free(out);
+    ck_assert_int_eq(zf_base64_decode("a$==", &out, &n), ZF_ERR_INVALID);
+    uint8_t u[12];
+    ck_assert_int_eq(zf_utf8_to_utf32("\xc3\xa9x", 3, u, 3, 0), ZF_OK); /* é x */
+    ck_assert_uint_eq(u[0], 0xe9);
+    ck_assert_uint_eq(u[4], 'x');
+    ck_assert_uint_eq(u[8], 0);
+    ck_assert_int_eq(zf_utf8_to_utf32("\xe3\x81", 2, u, 3, 1), ZF_ERR_INVALID); /* truncated */
+    ck_assert_int_eq(zf_utf8_to_utf32("\xe3\x81\x9f", 3, u, 1, 1), ZF_OK); /* た, big-endian */
+    ck_assert_uint_eq(u[2], 0x30);
+    ck_assert_uint_eq(u[3], 0x5f);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("common");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, typestr_parse);
+    tcase_add_test(tc, half_conversions);
+    tcase_add_test(tc, element_casts);
+    tcase_add_test(tc, json_helpers);
+    tcase_add_test(tc, base64_and_utf32);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
