@@ -36,12 +36,25 @@ static zf_status b64_run(const uint8_t *in, size_t in_len, uint8_t *out, size_t 
             continue;
         pads = 0;
         int byte = -1;
+        unsigned u = (unsigned)v;
         switch (quad) {
-        case 0: left = (unsigned)v; quad = 1; break;
-        case 1: byte = (int)((left << 2) | ((unsigned)v >> 4)); left = (unsigned)v & 0x0f; quad = 2; break;
-        case 2: byte = (int)((left << 4) | ((unsigned)v >> 2)); left = (unsigned)v & 0x03; quad = 3; break;
-        default: byte = (int)((left << 6) | (unsigned)v); left = 0; quad = 0; break;
+        case 0:
+            left = u;
+            break;
+        case 1:
+            byte = (int)((left << 2) | (u >> 4));
+            left = u & 0x0f;
+            break;
+        case 2:
+            byte = (int)((left << 4) | (u >> 2));
+            left = u & 0x03;
+            break;
+        default:
+            byte = (int)((left << 6) | u);
+            left = 0;
+            break;
         }
+        quad = (quad + 1) % 4;
         if (byte >= 0) {
             if (out) {
                 if (n == cap)

@@ -55,7 +55,8 @@ static const zf_codec_ops bitround_ops = {
 zf_status zf_codec_bitround_new(yajl_val cfg, zf_codec **out, zf_err *err)
 {
     long long keepbits;
-    zf_status st = zf_cfg_int(cfg, "bitround", "keepbits", true, false, 0, 0, INT_MAX, &keepbits, err);
+    zf_status st =
+        zf_cfg_int(cfg, "bitround", "keepbits", true, false, 0, 0, INT_MAX, &keepbits, err);
     if (st != ZF_OK)
         return st;
     bitround_codec *b = zf_codec_alloc(sizeof *b, &bitround_ops);

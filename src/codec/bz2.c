@@ -61,8 +61,8 @@ static zf_status bz2_stream(const uint8_t *in, size_t in_len, uint8_t *out, size
         }
         if (rc == BZ_OK) {
             if (s.avail_in == 0 && in_given == in_len && s.avail_out > 0) {
-                st = zf_codec_too_short(err, "bz2", base + (probing ? cap : out_given - s.avail_out),
-                                        total);
+                size_t got = probing ? cap : out_given - s.avail_out;
+                st = zf_codec_too_short(err, "bz2", base + got, total);
                 break;
             }
             if (s.avail_in == before_in && s.avail_out == before_out && s.avail_out > 0) {

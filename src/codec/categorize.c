@@ -1,6 +1,6 @@
 /* categorize.c — numcodecs "categorize": strings stored as label numbers (1-based; 0 or any
  * number that names no label decodes to the empty string). Decodes to fixed-width strings:
- * "<U…"/">U…" (UTF-32, as numcodecs does) or "|S…" (ASCII labels only). Labels longer than the
+ * "<Un"/">Un" (UTF-32, as numcodecs does) or "|Sn" (ASCII labels only). Labels longer than the
  * type are cut, as NumPy cuts them on assignment. Object dtype ("|O") is not served. */
 #include <math.h>
 #include <string.h>
@@ -67,7 +67,11 @@ static bool utf8_next(const unsigned char **s, uint32_t *cp, bool *bad)
     if (!*p)
         return false;
     uint32_t c = *p++;
-    int more = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : -1;
+    int more = c < 0x80             ? 0
+               : (c & 0xe0) == 0xc0 ? 1
+               : (c & 0xf0) == 0xe0 ? 2
+               : (c & 0xf8) == 0xf0 ? 3
+                                    : -1;
     if (more < 0) {
         *bad = true;
         return false;
@@ -103,7 +107,8 @@ static zf_status encode_label(const zf_dtype *dt, const char *label, size_t idx,
         if (dt->kind == 'S') {
             if (cp > 0x7f)
                 return zf_fail(err, ZF_ERR_INVALID,
-                               "categorize: \"labels\"[%zu]: not ASCII, cannot be stored as %c%c%zu",
+                               "categorize: \"labels\"[%zu]: not ASCII, cannot be stored as "
+                               "%c%c%zu",
                                idx, dt->byteorder, dt->kind, w);
             if (pos < w)
                 dst[pos++] = (uint8_t)cp;

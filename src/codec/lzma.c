@@ -108,7 +108,8 @@ static zf_status lzma_one(const lzma_codec *z, const uint8_t *in, size_t in_len,
             st = ZF_ERR_NOMEM;
             break;
         case LZMA_MEMLIMIT_ERROR:
-            st = zf_fail(err, ZF_ERR_CORRUPT, "lzma: decoding needs %llu MiB of memory (limit %llu)",
+            st = zf_fail(err, ZF_ERR_CORRUPT,
+                         "lzma: decoding needs %llu MiB of memory (limit %llu)",
                          (unsigned long long)(lzma_memusage(&s) >> 20),
                          (unsigned long long)(LZMA_MEMLIMIT >> 20));
             break;

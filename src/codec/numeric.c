@@ -201,7 +201,8 @@ zf_status zf_dtype_filter_count(const zf_codec *c, size_t in_len, size_t out_len
                                  zf_dtype_str(&f->dec, ts), n, err);
     if (st != ZF_OK)
         return st;
-    if (f->enc.itemsize == 0 ? in_len != 0 : (in_len % f->enc.itemsize || in_len / f->enc.itemsize != *n))
+    size_t es = f->enc.itemsize;
+    if (es == 0 ? in_len != 0 : (in_len % es || in_len / es != *n))
         return zf_fail(err, ZF_ERR_CORRUPT, "%s: %zu bytes of %s, expected %zu elements",
                        c->ops->name, in_len, zf_dtype_str(&f->enc, ts), *n);
     return ZF_OK;

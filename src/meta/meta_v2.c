@@ -192,8 +192,10 @@ static zf_status build_chain(const char *key, yajl_val doc, zf_node_meta *m, zf_
         zf_codec *t;
         if ((st = zf_codec_transpose_new(a->ndim, perm, &t, err)) != ZF_OK)
             return st;
-        if ((st = zf_chain_append(&a->chain, t)) != ZF_OK)
+        if ((st = zf_chain_append(&a->chain, t)) != ZF_OK) {
+            zf_codec_free(t);
             return st;
+        }
     }
     yajl_val filters = zf_json_get(doc, "filters");
     if (filters && !YAJL_IS_NULL(filters) && !YAJL_IS_ARRAY(filters))

@@ -195,7 +195,8 @@ def compressor_cases(x):
     # bz2: streams back to back; bytes after them that are no stream are ignored.
     x.add({"id": "bz2", "level": 1}, bz2.compress(a) + bz2.compress(b) + b"not bzip2")
     # lzma: every format, concatenated streams, raw filter chains.
-    x.add({"id": "lzma", "format": 1}, lzma.compress(a) + lzma.compress(b) + b"this is not an xz stream")
+    x.add({"id": "lzma", "format": 1},
+          lzma.compress(a) + lzma.compress(b) + b"this is not an xz stream")
     x.add({"id": "lzma", "format": 1, "check": 0},
           lzma.compress(a, format=lzma.FORMAT_XZ, check=lzma.CHECK_NONE))
     x.add({"id": "lzma", "format": 1, "check": 10},

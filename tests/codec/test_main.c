@@ -60,8 +60,9 @@ static void generate_expected(void)
         return;
     }
     char cmd[16384];
-    snprintf(cmd, sizeof cmd, "'%s' '%s/numcodecs_expected.py' '%s/testdata/numcodecs-fixture' '%s'",
-             python, src, shared, tmpdir);
+    snprintf(cmd, sizeof cmd,
+             "'%s' '%s/numcodecs_expected.py' '%s/testdata/numcodecs-fixture' '%s'", python, src,
+             shared, tmpdir);
     int rc = system(cmd);
     if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0) {
         tu_expected_dir = tmpdir;

@@ -845,6 +845,47 @@ START_TEST(test_filter_sizes)
 }
 END_TEST
 
+/* Filters without a numcodecs-generated case: categorize to bytes strings, bitround, type
+ * names in configurations. */
+START_TEST(test_filters_misc)
+{
+    zf_err err = {""};
+    zf_codec *c = tu_codec("{\"id\": \"categorize\", \"labels\": [\"ab\", \"long label\"], "
+                           "\"dtype\": \"|S4\", \"astype\": \"<u2\"}");
+    uint16_t enc[4] = {1, 0, 2, 7};
+    uint8_t out[16];
+    ck_assert_int_eq(tu_decode(c, enc, sizeof enc, out, 16, &err), ZF_OK);
+    ck_assert_mem_eq(out, "ab\0\0\0\0\0\0long\0\0\0\0", 16);
+    zf_codec_free(c);
+    ck_assert_int_eq(tu_codec_status("{\"id\": \"categorize\", \"labels\": [\"\u00df\"], "
+                                     "\"dtype\": \"|S4\"}",
+                                     &err),
+                     ZF_ERR_INVALID);
+
+    c = tu_codec("{\"id\": \"bitround\", \"keepbits\": 3}");
+    ck_assert_int_eq(tu_decode(c, "abcdefgh", 8, out, 8, &err), ZF_OK);
+    ck_assert_mem_eq(out, "abcdefgh", 8);
+    ck_assert_int_eq(tu_decode(c, "abcdefgh", 8, out, 4, &err), ZF_ERR_CORRUPT);
+    zf_codec_free(c);
+
+    /* NumPy type names and typestrs without a byte order */
+    c = tu_codec("{\"id\": \"astype\", \"encode_dtype\": \"int16\", "
+                 "\"decode_dtype\": \"f8\"}");
+    int16_t in16[2] = {-3, 700};
+    double d[2];
+    ck_assert_int_eq(tu_decode(c, in16, 4, d, 16, &err), ZF_OK);
+    ck_assert(d[0] == -3 && d[1] == 700);
+    zf_codec_free(c);
+
+    /* delta over timedelta64 (same unit) */
+    c = tu_codec("{\"id\": \"delta\", \"dtype\": \"<m8[s]\"}");
+    int64_t dm[3] = {5, -2, 10}, dmo[3];
+    ck_assert_int_eq(tu_decode(c, dm, 24, dmo, 24, &err), ZF_OK);
+    ck_assert(dmo[0] == 5 && dmo[1] == 3 && dmo[2] == 13);
+    zf_codec_free(c);
+}
+END_TEST
+
 Suite *codec_negative_suite(void)
 {
     Suite *s = suite_create("codec-negative");
@@ -865,6 +906,7 @@ Suite *codec_negative_suite(void)
     tcase_add_test(tk, test_unknown_and_unsupported);
     tcase_add_test(tk, test_malformed_configs);
     tcase_add_test(tk, test_filter_sizes);
+    tcase_add_test(tk, test_filters_misc);
     suite_add_tcase(s, tk);
     return s;
 }
