@@ -2,25 +2,11 @@
  * enc.astype(decode_dtype) (numeric casts as zf_dtype_store does them). */
 #include "codec_impl.h"
 
-static zf_status astype_decode(const zf_codec *c, const zf_chunk_repr *decoded,
-                               const uint8_t *in, size_t in_len, uint8_t *out, size_t out_len,
-                               zf_err *err)
-{
-    (void)decoded;
-    const zf_dtype_filter *f = (const zf_dtype_filter *)c;
-    size_t n;
-    zf_status st = zf_dtype_filter_count(c, in_len, out_len, &n, err);
-    if (st != ZF_OK)
-        return st;
-    zf_dtype_cast_n(&f->enc, in, &f->dec, out, n);
-    return ZF_OK;
-}
-
 static const zf_codec_ops astype_ops = {
     .name = "astype",
     .kind = ZF_CODEC_ARRAY_TO_ARRAY,
     .resolve = zf_dtype_filter_resolve,
-    .decode = astype_decode,
+    .decode = zf_dtype_filter_cast_decode,
     .destroy = zf_codec_destroy_plain,
     .decoded_size = zf_dtype_filter_decoded_size,
 };

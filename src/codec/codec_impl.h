@@ -121,6 +121,11 @@ zf_status zf_dtype_filter_decoded_size(const zf_codec *c, const uint8_t *in, siz
 /* Elements in a decode of in_len bytes into out_len; ZF_ERR_CORRUPT unless they agree. */
 zf_status zf_dtype_filter_count(const zf_codec *c, size_t in_len, size_t out_len, size_t *n,
                                 zf_err *err);
+/* Decode of a filter whose stored elements are `enc` and decoded ones `dec`, related by a plain
+ * NumPy cast (astype; quantize, whose rounding happens only when encoding). */
+zf_status zf_dtype_filter_cast_decode(const zf_codec *c, const zf_chunk_repr *decoded,
+                                      const uint8_t *in, size_t in_len, uint8_t *out,
+                                      size_t out_len, zf_err *err);
 
 /* A short typestr for messages ("<f8"); buf of at least 32 bytes. */
 const char *zf_dtype_str(const zf_dtype *dt, char *buf);

@@ -207,3 +207,17 @@ zf_status zf_dtype_filter_count(const zf_codec *c, size_t in_len, size_t out_len
                        c->ops->name, in_len, zf_dtype_str(&f->enc, ts), *n);
     return ZF_OK;
 }
+
+zf_status zf_dtype_filter_cast_decode(const zf_codec *c, const zf_chunk_repr *decoded,
+                                      const uint8_t *in, size_t in_len, uint8_t *out,
+                                      size_t out_len, zf_err *err)
+{
+    (void)decoded;
+    const zf_dtype_filter *f = (const zf_dtype_filter *)c;
+    size_t n;
+    zf_status st = zf_dtype_filter_count(c, in_len, out_len, &n, err);
+    if (st != ZF_OK)
+        return st;
+    zf_dtype_cast_n(&f->enc, in, &f->dec, out, n);
+    return ZF_OK;
+}

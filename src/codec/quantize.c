@@ -7,25 +7,11 @@ typedef struct quantize_codec {
     int digits;        /* for encoding */
 } quantize_codec;
 
-static zf_status quantize_decode(const zf_codec *c, const zf_chunk_repr *decoded,
-                                 const uint8_t *in, size_t in_len, uint8_t *out, size_t out_len,
-                                 zf_err *err)
-{
-    (void)decoded;
-    const zf_dtype_filter *f = (const zf_dtype_filter *)c;
-    size_t n;
-    zf_status st = zf_dtype_filter_count(c, in_len, out_len, &n, err);
-    if (st != ZF_OK)
-        return st;
-    zf_dtype_cast_n(&f->enc, in, &f->dec, out, n);
-    return ZF_OK;
-}
-
 static const zf_codec_ops quantize_ops = {
     .name = "quantize",
     .kind = ZF_CODEC_ARRAY_TO_ARRAY,
     .resolve = zf_dtype_filter_resolve,
-    .decode = quantize_decode,
+    .decode = zf_dtype_filter_cast_decode,
     .destroy = zf_codec_destroy_plain,
     .decoded_size = zf_dtype_filter_decoded_size,
 };

@@ -138,22 +138,6 @@ static zf_status open_doc(const char *key, const char *text, size_t len, yajl_va
     return ZF_OK;
 }
 
-zf_status zf_meta_parse_v2_group(const char *key, const char *text, size_t len,
-                                 const char *attrs_json, zf_node_meta *m, zf_err *err)
-{
-    memset(m, 0, sizeof *m);
-    yajl_val doc;
-    zf_status st = open_doc(key, text, len, &doc, err);
-    if (st != ZF_OK)
-        return st;
-    m->kind = ZF_NODE_GROUP;
-    st = common_fields(key, text, len, attrs_json, m, doc, err);
-    yajl_tree_free(doc);
-    if (st != ZF_OK)
-        zf_node_meta_free(m);
-    return st;
-}
-
 /* xarray's convention: dimension names in the "_ARRAY_DIMENSIONS" attribute. */
 static zf_status dimension_names(zf_node_meta *m)
 {
@@ -327,20 +311,33 @@ static zf_status parse_array(const char *key, yajl_val doc, zf_node_meta *m, zf_
     return build_chain(key, doc, m, err);
 }
 
-zf_status zf_meta_parse_v2_array(const char *key, const char *text, size_t len,
-                                 const char *attrs_json, zf_node_meta *m, zf_err *err)
+/* Both documents: a JSON object with "zarr_format": 2; arrays carry the rest of .zarray. */
+static zf_status parse_node(zf_node_kind kind, const char *key, const char *text, size_t len,
+                            const char *attrs_json, zf_node_meta *m, zf_err *err)
 {
     memset(m, 0, sizeof *m);
     yajl_val doc;
     zf_status st = open_doc(key, text, len, &doc, err);
     if (st != ZF_OK)
         return st;
-    m->kind = ZF_NODE_ARRAY;
+    m->kind = kind;
     if ((st = common_fields(key, text, len, attrs_json, m, doc, err)) == ZF_OK &&
-        (st = parse_array(key, doc, m, err)) == ZF_OK)
+        kind == ZF_NODE_ARRAY && (st = parse_array(key, doc, m, err)) == ZF_OK)
         st = dimension_names(m);
     yajl_tree_free(doc);
     if (st != ZF_OK)
         zf_node_meta_free(m);
     return st;
+}
+
+zf_status zf_meta_parse_v2_group(const char *key, const char *text, size_t len,
+                                 const char *attrs_json, zf_node_meta *m, zf_err *err)
+{
+    return parse_node(ZF_NODE_GROUP, key, text, len, attrs_json, m, err);
+}
+
+zf_status zf_meta_parse_v2_array(const char *key, const char *text, size_t len,
+                                 const char *attrs_json, zf_node_meta *m, zf_err *err)
+{
+    return parse_node(ZF_NODE_ARRAY, key, text, len, attrs_json, m, err);
 }

@@ -9,6 +9,8 @@
 
 #include "zarrfs/array.h"
 
+#include "../check_main.h"
+
 START_TEST(grid_arithmetic)
 {
     uint64_t shape[3] = {10, 7, 5}, chunks[3] = {4, 3, 5};
@@ -245,18 +247,4 @@ START_TEST(read_flat_view)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("array");
-    TCase *tc = tcase_create("grid");
-    tcase_add_test(tc, grid_arithmetic);
-    tcase_add_test(tc, grid_edge_cases);
-    tcase_add_test(tc, runs_match_brute_force);
-    tcase_add_test(tc, read_flat_view);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+ZF_CHECK_MAIN("array", grid_arithmetic, grid_edge_cases, runs_match_brute_force, read_flat_view)

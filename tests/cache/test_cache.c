@@ -8,6 +8,8 @@
 
 #include "zarrfs/cache.h"
 
+#include "../check_main.h"
+
 static _Atomic int loads;
 
 static zf_status load_ok(void *ctx, uint64_t chunk, void **data, size_t *size, zf_err *err)
@@ -141,17 +143,4 @@ START_TEST(single_flight)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("cache");
-    TCase *tc = tcase_create("lru");
-    tcase_add_test(tc, lru_bound_and_pins);
-    tcase_add_test(tc, absent_and_failed);
-    tcase_add_test(tc, single_flight);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+ZF_CHECK_MAIN("cache", lru_bound_and_pins, absent_and_failed, single_flight)

@@ -7,6 +7,8 @@
 #include "zarrfs/dtype.h"
 #include "zarrfs/json.h"
 
+#include "../check_main.h"
+
 START_TEST(typestr_parse)
 {
     zf_dtype dt;
@@ -131,19 +133,4 @@ START_TEST(base64_and_utf32)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("common");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, typestr_parse);
-    tcase_add_test(tc, half_conversions);
-    tcase_add_test(tc, element_casts);
-    tcase_add_test(tc, json_helpers);
-    tcase_add_test(tc, base64_and_utf32);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+ZF_CHECK_MAIN("common", typestr_parse, half_conversions, element_casts, json_helpers, base64_and_utf32)

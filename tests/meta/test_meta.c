@@ -7,6 +7,8 @@
 
 #include "zarrfs/meta.h"
 
+#include "../check_main.h"
+
 /* A .zarray with one field replaced: FIELD is spliced in as the text of `field`. */
 static char *zarray(const char *field, const char *value)
 {
@@ -239,21 +241,4 @@ START_TEST(attributes_and_dimension_names)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("meta");
-    TCase *tc = tcase_create("v2");
-    tcase_add_test(tc, valid_array);
-    tcase_add_test(tc, bad_documents);
-    tcase_add_test(tc, unsupported_is_not_invalid);
-    tcase_add_test(tc, structured_dtype);
-    tcase_add_test(tc, fill_values);
-    tcase_add_test(tc, chunk_keys);
-    tcase_add_test(tc, attributes_and_dimension_names);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+ZF_CHECK_MAIN("meta", valid_array, bad_documents, unsupported_is_not_invalid, structured_dtype, fill_values, chunk_keys, attributes_and_dimension_names)

@@ -9,6 +9,8 @@
 
 #include "zarrfs/store.h"
 
+#include "../check_main.h"
+
 static char root[256], outside[256];
 
 static void write_file(const char *path, const char *text)
@@ -121,18 +123,4 @@ START_TEST(open_errors)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("store");
-    TCase *tc = tcase_create("file");
-    tcase_add_test(tc, key_validation);
-    tcase_add_test(tc, get_partial_stat_list);
-    tcase_add_test(tc, never_leaves_the_store);
-    tcase_add_test(tc, open_errors);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+ZF_CHECK_MAIN("store", key_validation, get_partial_stat_list, never_leaves_the_store, open_errors)
