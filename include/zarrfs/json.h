@@ -22,8 +22,14 @@ char *zf_json_dump(yajl_val v);
 int zf_json_int64(yajl_val v, int64_t *out);
 int zf_json_uint64(yajl_val v, uint64_t *out);
 
-/* RFC 4648 standard base64 (padding optional, no whitespace). *out is malloc'd.
- * Errors: ZF_ERR_INVALID for a character outside the alphabet or a bad length. */
+/* Standard base64 decoded as Python's base64.standard_b64decode does it (zarr-python's fill
+ * values, numcodecs' base64 codec): characters outside the alphabet are skipped, a complete pad
+ * ends the data, an incomplete final group is an error. Writes at most cap bytes to out (out NULL:
+ * only count) and the decoded length to *produced. Errors: ZF_ERR_INVALID (incomplete group or
+ * padding), ZF_ERR_CORRUPT (more than cap bytes). */
+zf_status zf_base64_decode_into(const uint8_t *in, size_t in_len, uint8_t *out, size_t cap,
+                                size_t *produced);
+/* The same into a malloc'd *out of *len bytes. Errors: ZF_ERR_INVALID, ZF_ERR_NOMEM. */
 zf_status zf_base64_decode(const char *s, uint8_t **out, size_t *len);
 
 /* Decode UTF-8 into UTF-32 code units written as n_units 4-byte elements (zero-padded or

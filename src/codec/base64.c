@@ -2,73 +2,17 @@
  * base64.standard_b64decode (binascii.a2b_base64, non-strict): characters outside the alphabet
  * are skipped, a complete pad ends the data, an incomplete final group is an error. */
 #include "codec_impl.h"
+#include "zarrfs/json.h"
 
-static int value_of(uint8_t ch)
-{
-    if (ch >= 'A' && ch <= 'Z')
-        return ch - 'A';
-    if (ch >= 'a' && ch <= 'z')
-        return ch - 'a' + 26;
-    if (ch >= '0' && ch <= '9')
-        return ch - '0' + 52;
-    return ch == '+' ? 62 : ch == '/' ? 63 : -1;
-}
-
-/* Decode into out[0..cap) (out NULL: just count). *produced: bytes the text decodes to, as long
- * as that is at most cap; more is ZF_ERR_CORRUPT. */
+/* Decode with the shared Python-compatible decoder, saying what went wrong. */
 static zf_status b64_run(const uint8_t *in, size_t in_len, uint8_t *out, size_t cap,
                          size_t *produced, zf_err *err)
 {
-    size_t n = 0;
-    unsigned quad = 0, pads = 0, left = 0;
-    bool ended = false;
-    for (size_t i = 0; i < in_len; i++) {
-        uint8_t ch = in[i];
-        if (ch == '=') {
-            if (quad >= 2 && quad + ++pads >= 4) {
-                ended = true; /* a complete pad ends the data */
-                break;
-            }
-            continue;
-        }
-        int v = value_of(ch);
-        if (v < 0)
-            continue;
-        pads = 0;
-        int byte = -1;
-        unsigned u = (unsigned)v;
-        switch (quad) {
-        case 0:
-            left = u;
-            break;
-        case 1:
-            byte = (int)((left << 2) | (u >> 4));
-            left = u & 0x0f;
-            break;
-        case 2:
-            byte = (int)((left << 4) | (u >> 2));
-            left = u & 0x03;
-            break;
-        default:
-            byte = (int)((left << 6) | u);
-            left = 0;
-            break;
-        }
-        quad = (quad + 1) % 4;
-        if (byte >= 0) {
-            if (out) {
-                if (n == cap)
-                    return zf_codec_too_long(err, "base64", cap);
-                out[n] = (uint8_t)(byte & 0xff);
-            }
-            n++;
-        }
-    }
-    if (quad != 0 && !ended)
-        return zf_fail(err, ZF_ERR_CORRUPT, "base64: %s",
-                       quad == 1 ? "one character too many for a whole group"
-                                 : "incorrect padding");
-    *produced = n;
+    zf_status st = zf_base64_decode_into(in, in_len, out, cap, produced);
+    if (st == ZF_ERR_CORRUPT)
+        return zf_codec_too_long(err, "base64", cap);
+    if (st != ZF_OK)
+        return zf_fail(err, ZF_ERR_CORRUPT, "base64: incomplete final group or padding");
     return ZF_OK;
 }
 

@@ -1,5 +1,6 @@
 /* json.c — yajl tree helpers, base64 and UTF-8 -> UTF-32. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yajl/yajl_gen.h>
@@ -129,49 +130,68 @@ int zf_json_uint64(yajl_val v, uint64_t *out)
     return 1;
 }
 
-static int b64_value(char c)
+static int b64_value(uint8_t ch)
 {
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
+    if (ch >= 'A' && ch <= 'Z')
+        return ch - 'A';
+    if (ch >= 'a' && ch <= 'z')
+        return ch - 'a' + 26;
+    if (ch >= '0' && ch <= '9')
+        return ch - '0' + 52;
+    return ch == '+' ? 62 : ch == '/' ? 63 : -1;
+}
+
+zf_status zf_base64_decode_into(const uint8_t *in, size_t in_len, uint8_t *out, size_t cap,
+                                size_t *produced)
+{
+    size_t n = 0;
+    unsigned quad = 0, pads = 0;
+    uint32_t acc = 0;
+    bool ended = false;
+    for (size_t i = 0; i < in_len; i++) {
+        if (in[i] == '=') {
+            if (quad >= 2 && quad + ++pads >= 4) {
+                ended = true; /* a complete pad ends the data */
+                break;
+            }
+            continue;
+        }
+        int v = b64_value(in[i]);
+        if (v < 0)
+            continue; /* non-strict: characters outside the alphabet are skipped */
+        pads = 0;
+        acc = (acc << 6) | (uint32_t)v;
+        if (quad++ > 0) { /* each character after the first of a group completes a byte */
+            if (out) {
+                if (n == cap)
+                    return ZF_ERR_CORRUPT;
+                out[n] = (uint8_t)(acc >> (2 * (4 - quad)));
+            }
+            n++;
+        }
+        if (quad == 4) {
+            quad = 0;
+            acc = 0;
+        }
+    }
+    if (quad != 0 && !ended)
+        return ZF_ERR_INVALID;
+    *produced = n;
+    return ZF_OK;
 }
 
 zf_status zf_base64_decode(const char *s, uint8_t **out, size_t *len)
 {
-    size_t n = strlen(s);
-    while (n > 0 && s[n - 1] == '=')
-        n--;
-    if (n % 4 == 1)
-        return ZF_ERR_INVALID;
-    uint8_t *buf = malloc(n * 3 / 4 + 1);
+    size_t n, slen = strlen(s);
+    zf_status st = zf_base64_decode_into((const uint8_t *)s, slen, NULL, 0, &n);
+    if (st != ZF_OK)
+        return st;
+    uint8_t *buf = malloc(n ? n : 1);
     if (!buf)
         return ZF_ERR_NOMEM;
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int x = b64_value(s[i]);
-        if (x < 0) {
-            free(buf);
-            return ZF_ERR_INVALID;
-        }
-        acc = (acc << 6) | (uint32_t)x;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            buf[o++] = (uint8_t)(acc >> bits);
-        }
-    }
+    zf_base64_decode_into((const uint8_t *)s, slen, buf, n, &n);
     *out = buf;
-    *len = o;
+    *len = n;
     return ZF_OK;
 }
 

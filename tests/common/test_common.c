@@ -116,11 +116,18 @@ START_TEST(base64_and_utf32)
     ck_assert_uint_eq(n, 4);
     ck_assert_uint_eq(out[3], 3);
     free(out);
-    ck_assert_int_eq(zf_base64_decode("aGVsbG8", &out, &n), ZF_OK); /* unpadded */
-    ck_assert_uint_eq(n, 5);
-    ck_assert_int_eq(memcmp(out, "hello", 5), 0);
+    ck_assert_int_eq(zf_base64_decode("aGVsbG8", &out, &n), ZF_ERR_INVALID); /* Python too */
+    ck_assert_int_eq(zf_base64_decode("YW$Jj", &out, &n), ZF_OK); /* Python skips the $ */
+    ck_assert_uint_eq(n, 3);
+    ck_assert_int_eq(memcmp(out, "abc", 3), 0);
     free(out);
-    ck_assert_int_eq(zf_base64_decode("a$==", &out, &n), ZF_ERR_INVALID);
+    ck_assert_int_eq(zf_base64_decode("YWJjZ", &out, &n), ZF_ERR_INVALID); /* incomplete group */
+    ck_assert_int_eq(zf_base64_decode("YQ==YWJj", &out, &n), ZF_OK); /* a pad ends the data */
+    ck_assert_uint_eq(n, 1);
+    free(out);
+    uint8_t small[2];
+    ck_assert_int_eq(zf_base64_decode_into((const uint8_t *)"YWJj", 4, small, 2, &n),
+                     ZF_ERR_CORRUPT);
     uint8_t u[12];
     ck_assert_int_eq(zf_utf8_to_utf32("\xc3\xa9x", 3, u, 3, 0), ZF_OK); /* é x */
     ck_assert_uint_eq(u[0], 0xe9);
