@@ -8,9 +8,14 @@
 
 #include "zarrfs/status.h"
 
-/* Parse len bytes of text (need not be NUL-terminated). Errors: ZF_ERR_INVALID with
+/* Parse len bytes of text (need not be NUL-terminated). Python's bare NaN, Infinity and
+ * -Infinity tokens are accepted: they become marked strings that zf_json_special names and
+ * zf_json_dump writes back bare. Errors: ZF_ERR_INVALID with
  * err = "<key>: not valid JSON (<parser message>)"; ZF_ERR_NOMEM. Free with yajl_tree_free. */
 zf_status zf_json_parse(const char *key, const char *text, size_t len, yajl_val *out, zf_err *err);
+
+/* "NaN", "Infinity" or "-Infinity" when v stands for that bare token, else NULL. */
+const char *zf_json_special(yajl_val v);
 
 /* Member `name` of object v, or NULL when v is not an object or has no such member. */
 yajl_val zf_json_get(yajl_val v, const char *name);

@@ -1,23 +1,73 @@
 /* json.c — yajl tree helpers, base64 and UTF-8 -> UTF-32. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yajl/yajl_gen.h>
 
 #include "zarrfs/json.h"
 
+/* Python's json module writes NaN, Infinity and -Infinity as bare tokens (zarr-python and
+ * xarray attributes such as _FillValue: NaN). yajl rejects them, so outside strings each becomes
+ * a string marked with a leading \x1f, which zf_json_special recognises and zf_json_dump writes
+ * back bare. Returns a malloc'd NUL-terminated copy, or NULL. */
+#define SPECIAL_MARK '\x1f'
+static const char *const SPECIALS[] = {"-Infinity", "Infinity", "NaN"};
+
+static char *mark_specials(const char *text, size_t len)
+{
+    char *out = malloc(2 * len + 1), *o = out; /* each token grows by at most 9 bytes */
+    if (!out)
+        return NULL;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (in_string) {
+            if (c == '\\' && i + 1 < len) {
+                *o++ = c;
+                c = text[++i];
+            } else if (c == '"') {
+                in_string = false;
+            }
+        } else if (c == '"') {
+            in_string = true;
+        } else {
+            size_t k;
+            for (k = 0; k < 3; k++) {
+                size_t n = strlen(SPECIALS[k]);
+                if (len - i >= n && memcmp(text + i, SPECIALS[k], n) == 0)
+                    break;
+            }
+            if (k < 3) {
+                o += sprintf(o, "\"\\u001f%s\"", SPECIALS[k]);
+                i += strlen(SPECIALS[k]) - 1;
+                continue;
+            }
+        }
+        *o++ = c;
+    }
+    *o = '\0';
+    return out;
+}
+
+const char *zf_json_special(yajl_val v)
+{
+    if (!YAJL_IS_STRING(v) || v->u.string[0] != SPECIAL_MARK)
+        return NULL;
+    for (size_t k = 0; k < 3; k++)
+        if (strcmp(v->u.string + 1, SPECIALS[k]) == 0)
+            return SPECIALS[k];
+    return NULL;
+}
+
 zf_status zf_json_parse(const char *key, const char *text, size_t len, yajl_val *out, zf_err *err)
 {
-    char *copy = malloc(len + 1);
+    if (memchr(text, '\0', len))
+        return zf_fail(err, ZF_ERR_INVALID, "%s: not valid JSON (contains a NUL byte)", key);
+    char *copy = mark_specials(text, len);
     if (!copy)
         return ZF_ERR_NOMEM;
-    memcpy(copy, text, len);
-    copy[len] = '\0';
-    if (strlen(copy) != len) {
-        free(copy);
-        return zf_fail(err, ZF_ERR_INVALID, "%s: not valid JSON (contains a NUL byte)", key);
-    }
     char ebuf[256] = "";
     yajl_val v = yajl_tree_parse(copy, ebuf, sizeof ebuf);
     free(copy);
@@ -45,8 +95,12 @@ yajl_val zf_json_get(yajl_val v, const char *name)
 static int gen_value(yajl_gen g, yajl_val v)
 {
     switch (v ? v->type : yajl_t_null) {
-    case yajl_t_string:
+    case yajl_t_string: {
+        const char *special = zf_json_special(v);
+        if (special) /* back to Python's bare token */
+            return yajl_gen_number(g, special, strlen(special));
         return yajl_gen_string(g, (const unsigned char *)v->u.string, strlen(v->u.string));
+    }
     case yajl_t_number:
         return yajl_gen_number(g, v->u.number.r, strlen(v->u.number.r));
     case yajl_t_object:

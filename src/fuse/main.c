@@ -5,6 +5,7 @@
  * (the skeleton of libfuse's passthrough_ll). */
 #include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,7 +182,8 @@ int main(int argc, char *argv[])
         ret = fuse_session_loop_mt(se, lc);
         fuse_loop_cfg_destroy(lc);
     }
-    ret = ret ? 1 : 0;
+    /* The loop returns the number of the signal that ended it: a clean unmount too. */
+    ret = ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 : 1;
 out_unmount:
     fuse_session_unmount(se);
 out_signals:

@@ -254,7 +254,7 @@ static const char *const XATTRS[] = {
 
 static char *dims_json(const uint64_t *dims, unsigned n)
 {
-    size_t cap = 2 + (size_t)n * 22, o = 0;
+    size_t cap = 3 + (size_t)n * 22, o = 0; /* "[", n numbers with ", ", "]", NUL */
     char *s = malloc(cap);
     if (!s)
         return NULL;

@@ -27,7 +27,7 @@ static int float_value(yajl_val v, double *out)
         return 1;
     }
     if (YAJL_IS_STRING(v)) {
-        const char *s = v->u.string;
+        const char *s = zf_json_special(v) ? zf_json_special(v) : v->u.string;
         if (strcmp(s, "NaN") == 0)
             *out = NAN;
         else if (strcmp(s, "Infinity") == 0 || strcmp(s, "+Infinity") == 0)
@@ -61,6 +61,8 @@ static zf_status integer_fill(yajl_val v, const zf_dtype *dt, uint8_t *out, zf_e
                             : bits < 64 && (num.v.i < -((int64_t)1 << (bits - 1)) ||
                                             num.v.i >= ((int64_t)1 << (bits - 1))))
             return bad(err, dt, "integer out of range");
+    } else if (YAJL_IS_NUMBER(v) && !strpbrk(v->u.number.r, ".eE")) {
+        return bad(err, dt, "integer out of range"); /* NumPy refuses it too */
     } else if (YAJL_IS_NUMBER(v)) { /* 1.0 or 1e3: NumPy casts it */
         num.kind = 'f';
         num.v.f = strtod(v->u.number.r, NULL);

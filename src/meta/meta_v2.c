@@ -139,21 +139,13 @@ static zf_status open_doc(const char *key, const char *text, size_t len, yajl_va
 }
 
 /* xarray's convention: dimension names in the "_ARRAY_DIMENSIONS" attribute. */
-static zf_status dimension_names(zf_node_meta *m)
+static zf_status dimension_names(zf_node_meta *m, yajl_val attrs)
 {
-    yajl_val attrs;
-    if (!m->attributes_json ||
-        zf_json_parse("attrs", m->attributes_json, strlen(m->attributes_json), &attrs, NULL))
-        return ZF_OK;
     yajl_val dims = zf_json_get(attrs, "_ARRAY_DIMENSIONS");
-    zf_status st = ZF_OK;
-    if (YAJL_IS_ARRAY(dims) && dims->u.array.len == m->array.ndim) {
-        m->array.dimension_names_json = zf_json_dump(dims);
-        if (!m->array.dimension_names_json)
-            st = ZF_ERR_NOMEM;
-    }
-    yajl_tree_free(attrs);
-    return st;
+    if (!YAJL_IS_ARRAY(dims) || dims->u.array.len != m->array.ndim)
+        return ZF_OK;
+    m->array.dimension_names_json = zf_json_dump(dims);
+    return m->array.dimension_names_json ? ZF_OK : ZF_ERR_NOMEM;
 }
 
 /* Codec chain of Zarr v2 "Chunks": order (a transpose), filters, then the compressor. */
@@ -260,7 +252,9 @@ static zf_status parse_array(const char *key, yajl_val doc, zf_node_meta *m, zf_
         a->dtype_typestr = zf_json_dump(dtv);
     }
     a->dtype_json = zf_json_dump(dtv);
-    if (!a->dtype_typestr || !a->dtype_json)
+    yajl_val fv = zf_json_get(doc, "fill_value");
+    a->fill_value_json = fv ? zf_json_dump(fv) : strdup("null");
+    if (!a->dtype_typestr || !a->dtype_json || !a->fill_value_json)
         return ZF_ERR_NOMEM;
     if (has_object) {
         char why[300];
@@ -296,10 +290,8 @@ static zf_status parse_array(const char *key, yajl_val doc, zf_node_meta *m, zf_
         a->dimension_separator_given = true;
     }
 
-    yajl_val fv = zf_json_get(doc, "fill_value");
     a->fill_value = calloc(1, a->dtype.itemsize ? a->dtype.itemsize : 1);
-    a->fill_value_json = fv ? zf_json_dump(fv) : strdup("null");
-    if (!a->fill_value || !a->fill_value_json)
+    if (!a->fill_value)
         return ZF_ERR_NOMEM;
     zf_err ferr = {""};
     if ((st = zf_meta_v2_fill_value_val(fv, &a->dtype, a->fill_value, &ferr)) != ZF_OK) {
@@ -316,15 +308,25 @@ static zf_status parse_node(zf_node_kind kind, const char *key, const char *text
                             const char *attrs_json, zf_node_meta *m, zf_err *err)
 {
     memset(m, 0, sizeof *m);
-    yajl_val doc;
+    yajl_val doc, attrs = NULL;
     zf_status st = open_doc(key, text, len, &doc, err);
     if (st != ZF_OK)
         return st;
+    if (attrs_json) { /* .zattrs beside the document: it must be a JSON object too */
+        char akey[1024];
+        const char *slash = strrchr(key, '/');
+        snprintf(akey, sizeof akey, "%.*s.zattrs", slash ? (int)(slash - key + 1) : 0, key);
+        if ((st = open_doc(akey, attrs_json, strlen(attrs_json), &attrs, err)) != ZF_OK) {
+            yajl_tree_free(doc);
+            return st;
+        }
+    }
     m->kind = kind;
     if ((st = common_fields(key, text, len, attrs_json, m, doc, err)) == ZF_OK &&
         kind == ZF_NODE_ARRAY && (st = parse_array(key, doc, m, err)) == ZF_OK)
-        st = dimension_names(m);
+        st = dimension_names(m, attrs);
     yajl_tree_free(doc);
+    yajl_tree_free(attrs);
     if (st != ZF_OK)
         zf_node_meta_free(m);
     return st;

@@ -52,8 +52,10 @@ static zf_status read_range(int fd, const char *key, uint64_t offset, uint64_t l
     struct stat sb;
     if (fstat(fd, &sb) < 0)
         return errno_status(key, "stat", err);
-    if (!S_ISREG(sb.st_mode))
+    if (S_ISDIR(sb.st_mode))
         return ZF_ERR_NOT_FOUND; /* a directory is not a value */
+    if (!S_ISREG(sb.st_mode))
+        return zf_fail(err, ZF_ERR_IO, "%s: not a regular file", key);
     uint64_t size = (uint64_t)sb.st_size;
     uint64_t n = offset >= size ? 0 : size - offset;
     if (n > len)

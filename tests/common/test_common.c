@@ -103,6 +103,17 @@ START_TEST(json_helpers)
     ck_assert_str_eq(s, "{\"a\":18446744073709551615,\"b\":-9223372036854775808,\"c\":1.5}");
     free(s);
     yajl_tree_free(v);
+    /* Python's bare tokens parse, are named, and are written back bare; not inside strings */
+    const char *py = "{\"f\": NaN, \"g\": [-Infinity, Infinity], \"s\": \"NaN, \\\"Infinity\"}";
+    ck_assert_int_eq(zf_json_parse("k", py, strlen(py), &v, &err), ZF_OK);
+    ck_assert_str_eq(zf_json_special(zf_json_get(v, "f")), "NaN");
+    ck_assert_str_eq(zf_json_special(zf_json_get(v, "g")->u.array.values[0]), "-Infinity");
+    ck_assert_ptr_null(zf_json_special(zf_json_get(v, "s")));
+    ck_assert_str_eq(zf_json_get(v, "s")->u.string, "NaN, \"Infinity");
+    s = zf_json_dump(v);
+    ck_assert_str_eq(s, "{\"f\":NaN,\"g\":[-Infinity,Infinity],\"s\":\"NaN, \\\"Infinity\"}");
+    free(s);
+    yajl_tree_free(v);
     ck_assert_int_eq(zf_json_parse(".zarray", "{\"a\": ", 6, &v, &err), ZF_ERR_INVALID);
     ck_assert_msg(strncmp(err.msg, ".zarray: not valid JSON", 23) == 0, "%s", err.msg);
 }

@@ -195,6 +195,16 @@ START_TEST(fill_values)
     ck_assert_str_eq(err.msg, "\"fill_value\": integer out of range for data type \"|u1\"");
     zf_dtype_parse("<i2", &dt, NULL);
     ck_assert_int_eq(zf_meta_v2_fill_value("-32769", &dt, out, &err), ZF_ERR_INVALID);
+    zf_dtype_parse("<i8", &dt, NULL); /* past int64, or uint64: refused as NumPy refuses it */
+    ck_assert_int_eq(zf_meta_v2_fill_value("9223372036854775808", &dt, out, &err),
+                     ZF_ERR_INVALID);
+    zf_dtype_parse("<u8", &dt, NULL);
+    ck_assert_int_eq(zf_meta_v2_fill_value("18446744073709551616", &dt, out, &err),
+                     ZF_ERR_INVALID);
+    uint64_t thousand = 1000; /* an exponent is a float NumPy casts */
+    fill("1e3", "<u8", &thousand, 8);
+    double nan_bits;
+    fill("NaN", "<f8", (nan_bits = NAN, &nan_bits), 8); /* Python's bare token */
     fill("0", "|S2", "0\0", 2);           /* zarr-python 2.18 writes this; NumPy: b"0" */
     fill("\"abc\"", "|S2", "ab", 2);     /* not base64: the text itself, truncated */
     fill("\"%%%\"", "|S2", "\0\0", 2);   /* base64 of nothing, as Python decodes it */
@@ -238,6 +248,20 @@ START_TEST(attributes_and_dimension_names)
     ck_assert_str_eq(m.array.dimension_names_json, "[\"y\",\"x\"]");
     ck_assert_ptr_nonnull(strstr(m.attributes_json, "\"u\": 1"));
     zf_node_meta_free(&m);
+    /* xarray writes _FillValue: NaN as a bare token; the names are still found */
+    ck_assert_int_eq(zf_meta_parse_v2_array(".zarray", doc, strlen(doc),
+                                            "{\"_FillValue\": NaN, \"_ARRAY_DIMENSIONS\": [\"y\", \"x\"]}",
+                                            &m, &err),
+                     ZF_OK);
+    ck_assert_str_eq(m.array.dimension_names_json, "[\"y\",\"x\"]");
+    zf_node_meta_free(&m);
+    /* invalid .zattrs is invalid metadata, named by its key */
+    ck_assert_int_eq(zf_meta_parse_v2_array("g/a/.zarray", doc, strlen(doc), "{broken", &m, &err),
+                     ZF_ERR_INVALID);
+    ck_assert_msg(strncmp(err.msg, "g/a/.zattrs: not valid JSON", 27) == 0, "%s", err.msg);
+    ck_assert_int_eq(zf_meta_parse_v2_group(".zgroup", "{\"zarr_format\": 2}", 18, "[1]", &m, &err),
+                     ZF_ERR_INVALID);
+    ck_assert_str_eq(err.msg, ".zattrs: expected a JSON object");
     free(doc);
 }
 END_TEST
