@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by scripts/*.sh: install the Debian packages zarrfs needs to build, test and demo,
 # only when one is missing.
 ZF_DEPS="meson ninja-build pkg-config gcc libfuse3-dev fuse3 libyajl-dev zlib1g-dev liblz4-dev
