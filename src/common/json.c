@@ -17,7 +17,8 @@ static const char *const SPECIALS[] = {"-Infinity", "Infinity", "NaN"};
 
 static char *mark_specials(const char *text, size_t len)
 {
-    char *out = malloc(2 * len + 1), *o = out; /* each token grows by at most 9 bytes */
+    /* A token becomes "\u001f" + token + quotes: NaN (3 bytes) grows most, to 11 bytes. */
+    char *out = malloc(4 * len + 1), *o = out;
     if (!out)
         return NULL;
     bool in_string = false;
