@@ -5,6 +5,7 @@
  * the cache (loaded on a miss: store get, codec chain decode) or the fill value for an absent
  * chunk -> memcpy into the caller's buffer. The distinct chunks of a read are first queued on the
  * worker pool, so a read spanning many chunks decodes them in parallel. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,6 +155,10 @@ struct zf_array {
     size_t chunk_nbytes;   /* one decoded chunk */
     zf_chunk_repr decoded; /* one decoded chunk's representation */
     bool fill_is_zero;
+    uint64_t band_chunks;  /* chunks per band: product of grid[1..] */
+    uint64_t band_bytes;   /* decoded bytes of one band (saturated) */
+    _Atomic uint64_t last_end;     /* byte just past the previous read, to spot sequential reads */
+    _Atomic uint64_t next_band;    /* bands below this are already queued for readahead */
 };
 
 static zf_status load_chunk(void *ctx, uint64_t chunk, void **data, size_t *size, zf_err *err)
@@ -172,6 +177,11 @@ static zf_status load_chunk(void *ctx, uint64_t chunk, void **data, size_t *size
     if (st != ZF_OK)
         return zf_fail(err, st == ZF_ERR_NOMEM ? st : ZF_ERR_IO, "%s",
                        serr.msg[0] ? serr.msg : zf_status_str(st));
+    if (a->meta->chain.n == 0 && raw.len == a->chunk_nbytes && raw.data) {
+        *data = raw.data; /* stored raw: the store's buffer is the decoded chunk */
+        *size = raw.len;
+        return ZF_OK;
+    }
     uint8_t *out = malloc(a->chunk_nbytes ? a->chunk_nbytes : 1);
     if (!out) {
         zf_bytes_free(&raw);
@@ -218,10 +228,13 @@ zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta
             a->fill_is_zero = false;
 
     /* A sequential read sweeps a band of chunks per element row (see cache.h). */
-    uint64_t band = a->chunk_nbytes;
+    a->band_chunks = 1;
     for (unsigned d = 1; d < meta->ndim; d++)
-        band = a->grid.grid[d] && band > UINT64_MAX / a->grid.grid[d] ? UINT64_MAX
-                                                                      : band * a->grid.grid[d];
+        a->band_chunks *= a->grid.grid[d]; /* <= number of elements, so no overflow */
+    uint64_t band = a->band_chunks && a->chunk_nbytes > UINT64_MAX / a->band_chunks
+                        ? UINT64_MAX
+                        : a->band_chunks * a->chunk_nbytes;
+    a->band_bytes = band;
     if (a->nbytes > 0 && band > zf_cache_capacity(cache))
         zf_log_warn("%s: one band of chunks is %llu bytes, more than the chunk cache (%zu bytes):"
                     " sequential reads will decode chunks repeatedly; raise -o cache_size",
@@ -275,6 +288,43 @@ static zf_status collect_run(void *ctx, const zf_run *run)
     return ZF_OK;
 }
 
+static bool queue_load(zf_array *a, uint64_t chunk)
+{
+    prefetch_task *t = malloc(sizeof *t);
+    if (!t)
+        return false;
+    *t = (prefetch_task){.a = a, .chunk = chunk};
+    if (zf_pool_submit(a->pool, prefetch_run, t) != ZF_OK) {
+        free(t);
+        return false;
+    }
+    return true;
+}
+
+/* Readahead across bands: while a sequential reader is in band b, decode band b + 1 on the pool,
+ * so that it does not stall at every band boundary. Only when two bands fit well in the cache. */
+static void readahead_band(zf_array *a, uint64_t offset, size_t len)
+{
+    /* Within two request lengths of where the last read ended: the kernel's readahead requests
+     * run concurrently and may arrive slightly out of order. */
+    uint64_t prev = atomic_exchange(&a->last_end, offset + len);
+    uint64_t dist = offset > prev ? offset - prev : prev - offset;
+    bool sequential = dist <= 2 * (uint64_t)len;
+    if (!sequential || a->meta->ndim == 0 || a->band_bytes > zf_cache_capacity(a->cache) / 4)
+        return;
+    uint64_t band_elems = a->grid.chunks[0];
+    for (unsigned d = 1; d < a->meta->ndim; d++)
+        band_elems *= a->grid.shape[d];
+    uint64_t next = offset / a->itemsize / band_elems + 1; /* the band after this read's */
+    uint64_t queued = atomic_load(&a->next_band);
+    if (next >= a->grid.grid[0] || queued > next ||
+        !atomic_compare_exchange_strong(&a->next_band, &queued, next + 1))
+        return;
+    for (uint64_t c = next * a->band_chunks; c < (next + 1) * a->band_chunks; c++)
+        if (!zf_cache_contains(a->cache, a->id, c) && !queue_load(a, c))
+            break;
+}
+
 static void prefetch(zf_array *a, uint64_t elem_begin, uint64_t elem_end)
 {
     collect_ctx c = {.n = 0};
@@ -286,16 +336,8 @@ static void prefetch(zf_array *a, uint64_t elem_begin, uint64_t elem_end)
     for (size_t i = 1; i < c.n; i++) { /* the reader itself loads the first */
         if (zf_cache_contains(a->cache, a->id, c.chunks[i]))
             continue;
-        if ((used += a->chunk_nbytes) > budget)
+        if ((used += a->chunk_nbytes) > budget || !queue_load(a, c.chunks[i]))
             break;
-        prefetch_task *t = malloc(sizeof *t);
-        if (!t)
-            break;
-        *t = (prefetch_task){.a = a, .chunk = c.chunks[i]};
-        if (zf_pool_submit(a->pool, prefetch_run, t) != ZF_OK) {
-            free(t);
-            break;
-        }
     }
 }
 
@@ -386,8 +428,10 @@ zf_status zf_array_read(zf_array *a, uint64_t offset, void *buf, size_t len, siz
         len = (size_t)(a->nbytes - offset);
     size_t isz = a->itemsize;
     uint64_t eb = offset / isz, ee = (offset + len + isz - 1) / isz;
-    if (a->pool)
+    if (a->pool) {
         prefetch(a, eb, ee);
+        readahead_band(a, offset, len);
+    }
     read_ctx r = {.a = a, .buf = buf, .begin = offset, .end = offset + len, .err = err};
     zf_status st = zf_grid_runs(&a->grid, eb, ee, copy_run, &r);
     for (unsigned i = 0; i < r.npinned; i++)

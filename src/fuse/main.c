@@ -4,6 +4,8 @@
  * -> session -> signal handlers -> mount -> daemonize -> loop -> teardown in reverse
  * (the skeleton of libfuse's passthrough_ll). */
 #include <ctype.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <signal.h>
 #include <stddef.h>
@@ -100,6 +102,39 @@ static char *mount_opts(const char *store)
     return s;
 }
 
+/* The kernel caps a FUSE mount's readahead at its bdi's read_ahead_kb (128 KiB by default); the
+ * daemon's max_readahead can only lower it. Raise it to the 1 MiB requests init() asks for, so
+ * a sequential read costs 8 times fewer requests. Best effort: needs root; found through
+ * /proc/self/mountinfo, so no request is sent to this file system. */
+static void raise_readahead(const char *mountpoint, unsigned kib)
+{
+    char real[PATH_MAX], line[4096], dev[32] = "";
+    if (!realpath(mountpoint, real))
+        return;
+    FILE *f = fopen("/proc/self/mountinfo", "r");
+    if (!f)
+        return;
+    while (fgets(line, sizeof line, f)) { /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT ..." */
+        char majmin[32], mnt[PATH_MAX];
+        if (sscanf(line, "%*s %*s %31s %*s %4095s", majmin, mnt) == 2 && strcmp(mnt, real) == 0 &&
+            strstr(line, " - fuse.zarrfs "))
+            snprintf(dev, sizeof dev, "%s", majmin); /* the last match is the newest mount */
+    }
+    fclose(f);
+    if (!dev[0])
+        return;
+    char path[96];
+    snprintf(path, sizeof path, "/sys/class/bdi/%s/read_ahead_kb", dev);
+    f = fopen(path, "w");
+    bool ok = f && fprintf(f, "%u\n", kib) > 0;
+    if (f && fclose(f) != 0)
+        ok = false;
+    if (ok)
+        zf_log_debug("readahead of %s raised to %u KiB", path, kib);
+    else
+        zf_log_debug("cannot raise readahead in %s: %s", path, strerror(errno));
+}
+
 int main(int argc, char *argv[])
 {
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -166,6 +201,7 @@ int main(int argc, char *argv[])
         fprintf(stderr, "zarrfs: cannot mount at %s\n", cl.mountpoint);
         goto out_signals;
     }
+    raise_readahead(cl.mountpoint, 1024);
     fuse_daemonize(cl.foreground);
     if (cl.singlethread) {
         ret = fuse_session_loop(se);

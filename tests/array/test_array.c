@@ -247,4 +247,41 @@ START_TEST(read_flat_view)
 }
 END_TEST
 
-ZF_CHECK_MAIN("array", grid_arithmetic, grid_edge_cases, runs_match_brute_force, read_flat_view)
+/* Wait up to 5 s for the pool to have loaded chunk into the cache. */
+static bool eventually_cached(zf_cache *c, uint64_t chunk)
+{
+    for (int i = 0; i < 500; i++) {
+        if (zf_cache_contains(c, 1, chunk))
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+START_TEST(sequential_reads_decode_the_next_band_ahead)
+{
+    fixture fx; /* 13 x 11 in 4 x 3 chunks: bands of 4 chunks, 4 rows x 11 elements each */
+    open_fixture(&fx, "0", 1 << 20, true);
+    uint8_t buf[44 * 4];
+    size_t got;
+    zf_err err = {""};
+    ck_assert_int_eq(zf_array_read(fx.a, 0, buf, 44, &got, &err), ZF_OK);
+    ck_assert_int_eq(zf_array_read(fx.a, 44, buf, 44, &got, &err), ZF_OK); /* row 1 of band 0 */
+    for (uint64_t c = 4; c < 8; c++) /* band 1, not touched by any read */
+        ck_assert_msg(eventually_cached(fx.cache, c), "chunk %llu", (unsigned long long)c);
+    ck_assert(!zf_cache_contains(fx.cache, 1, 12)); /* band 3: not yet */
+    close_fixture(&fx);
+
+    open_fixture(&fx, "0", 1 << 20, true); /* reads that jump about queue nothing ahead */
+    ck_assert_int_eq(zf_array_read(fx.a, 12 * 44, buf, 8, &got, &err), ZF_OK); /* row 12 */
+    ck_assert_int_eq(zf_array_read(fx.a, 4, buf, 8, &got, &err), ZF_OK);       /* row 0 */
+    ck_assert_int_eq(zf_array_read(fx.a, 5 * 44 + 40, buf, 4, &got, &err), ZF_OK); /* row 5 */
+    usleep(200000);
+    ck_assert(!zf_cache_contains(fx.cache, 1, 9)); /* band 2 */
+    ck_assert(!zf_cache_contains(fx.cache, 1, 10));
+    close_fixture(&fx);
+}
+END_TEST
+
+ZF_CHECK_MAIN("array", grid_arithmetic, grid_edge_cases, runs_match_brute_force, read_flat_view,
+              sequential_reads_decode_the_next_band_ahead)
