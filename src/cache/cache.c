@@ -21,7 +21,6 @@ struct zf_cache_entry {
     zf_status status; /* FAILED: the load's status */
     char *msg;        /* FAILED: the load's message */
     unsigned refs;    /* pins: holders and waiters */
-    bool in_table;
     zf_cache_entry *hnext;            /* hash chain */
     zf_cache_entry *lru_prev, *lru_next; /* only while refs == 0 and READY */
 };
@@ -78,7 +77,6 @@ static void table_remove(zf_cache *c, zf_cache_entry *e)
         pp = &(*pp)->hnext;
     if (*pp)
         *pp = e->hnext;
-    e->in_table = false;
     c->entries--;
 }
 
@@ -201,7 +199,6 @@ zf_status zf_cache_get(zf_cache *c, uint64_t array_id, uint64_t chunk, zf_cache_
     size_t b = bucket_of(c, array_id, chunk);
     e->hnext = c->buckets[b];
     c->buckets[b] = e;
-    e->in_table = true;
     c->entries++;
     c->stats.misses++;
     if (c->entries > c->nbuckets)
