@@ -11,6 +11,7 @@
 
 #include "zarrfs/array.h"
 #include "zarrfs/log.h"
+#include "zarrfs/mem.h"
 
 /* ---------- grid arithmetic ---------- */
 
@@ -182,7 +183,7 @@ static zf_status load_chunk(void *ctx, uint64_t chunk, void **data, size_t *size
         *size = raw.len;
         return ZF_OK;
     }
-    uint8_t *out = malloc(a->chunk_nbytes ? a->chunk_nbytes : 1);
+    uint8_t *out = zf_alloc_bulk(a->chunk_nbytes);
     if (!out) {
         zf_bytes_free(&raw);
         return ZF_ERR_NOMEM;

@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "zarrfs/mem.h"
 #include "zarrfs/store.h"
 
 typedef struct file_store {
@@ -62,7 +63,7 @@ static zf_status read_range(int fd, const char *key, uint64_t offset, uint64_t l
         n = len;
     if (n > SIZE_MAX / 2)
         return zf_fail(err, ZF_ERR_NOMEM, "%s: value too large", key);
-    uint8_t *buf = malloc(n ? n : 1);
+    uint8_t *buf = zf_alloc_bulk((size_t)n); /* may become a cached chunk as it is */
     if (!buf)
         return ZF_ERR_NOMEM;
     size_t got = 0;
