@@ -5,7 +5,6 @@
  * (the skeleton of libfuse's passthrough_ll). */
 #include <ctype.h>
 #include <limits.h>
-#include <malloc.h>
 #include <stdbool.h>
 #include <errno.h>
 #include <signal.h>
@@ -138,10 +137,6 @@ static void raise_readahead(const char *mountpoint, unsigned kib)
 
 int main(int argc, char *argv[])
 {
-    /* Chunk buffers are megabytes each: keep freed ones in the process for the next chunks
-     * rather than returning them to the kernel and faulting in (zeroed) fresh pages again. */
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
     zf_options o = {0};
     struct fuse_cmdline_opts cl = {0};
