@@ -26,7 +26,7 @@ typedef zf_status (*zf_cache_load_fn)(void *ctx, uint64_t chunk, void **data, si
                                       zf_err *err);
 
 typedef struct zf_cache_stats {
-    uint64_t hits, misses, evictions, drops, loads_failed;
+    uint64_t hits, misses, evictions, loads_failed;
     size_t bytes, entries;
 } zf_cache_stats;
 
@@ -41,10 +41,6 @@ zf_status zf_cache_get(zf_cache *c, uint64_t array_id, uint64_t chunk, zf_cache_
                        void *ctx, zf_cache_entry **out, zf_err *err);
 /* True when (array_id, chunk) is cached (loaded or absent) right now; no pin, no load. */
 bool zf_cache_contains(zf_cache *c, uint64_t array_id, uint64_t chunk);
-
-/* Drop (array_id, chunk) now if it is loaded and unpinned (a no-op otherwise), so that its
- * memory serves the next chunks; used for bands a sequential reader has passed. */
-void zf_cache_drop(zf_cache *c, uint64_t array_id, uint64_t chunk);
 
 /* Decoded bytes of a pinned entry, or NULL for a chunk absent from the store. */
 const void *zf_cache_entry_data(const zf_cache_entry *e);

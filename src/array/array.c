@@ -303,10 +303,7 @@ static bool queue_load(zf_array *a, uint64_t chunk)
 }
 
 /* Readahead across bands: while a sequential reader is in band b, decode band b + 1 on the pool,
- * so that it does not stall at every band boundary, and drop band b - 1, which it has passed:
- * the kernel's page cache holds those bytes now, and the freed buffers serve the bands ahead
- * instead of fresh memory (a scan of a large array keeps three bands, not the whole array).
- * Only when two bands fit well in the cache. */
+ * so that it does not stall at every band boundary. Only when two bands fit well in the cache. */
 static void readahead_band(zf_array *a, uint64_t offset, size_t len)
 {
     /* Within two request lengths of where the last read ended: the kernel's readahead requests
@@ -327,9 +324,6 @@ static void readahead_band(zf_array *a, uint64_t offset, size_t len)
     for (uint64_t c = next * a->band_chunks; c < (next + 1) * a->band_chunks; c++)
         if (!zf_cache_contains(a->cache, a->id, c) && !queue_load(a, c))
             break;
-    if (next >= 2)
-        for (uint64_t c = (next - 2) * a->band_chunks; c < (next - 1) * a->band_chunks; c++)
-            zf_cache_drop(a->cache, a->id, c);
 }
 
 static void prefetch(zf_array *a, uint64_t elem_begin, uint64_t elem_end)

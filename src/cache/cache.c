@@ -107,21 +107,16 @@ static void grow(zf_cache *c)
     free(old);
 }
 
-/* Remove an unpinned, loaded entry (mu held). */
-static void remove_entry(zf_cache *c, zf_cache_entry *e)
-{
-    lru_unlink(c, e);
-    table_remove(c, e);
-    c->bytes -= cost(e);
-    entry_free(e);
-}
-
 /* Evict least recently used unpinned entries until the cache fits its capacity. */
 static void evict(zf_cache *c)
 {
     while (c->bytes > c->capacity && c->lru_tail) {
-        remove_entry(c, c->lru_tail);
+        zf_cache_entry *e = c->lru_tail;
+        lru_unlink(c, e);
+        table_remove(c, e);
+        c->bytes -= cost(e);
         c->stats.evictions++;
+        entry_free(e);
     }
 }
 
@@ -250,17 +245,6 @@ bool zf_cache_contains(zf_cache *c, uint64_t array_id, uint64_t chunk)
     bool r = e && e->state != FAILED;
     pthread_mutex_unlock(&c->mu);
     return r;
-}
-
-void zf_cache_drop(zf_cache *c, uint64_t array_id, uint64_t chunk)
-{
-    pthread_mutex_lock(&c->mu);
-    zf_cache_entry *e = find(c, array_id, chunk);
-    if (e && e->state == READY && e->refs == 0) {
-        remove_entry(c, e);
-        c->stats.drops++;
-    }
-    pthread_mutex_unlock(&c->mu);
 }
 
 const void *zf_cache_entry_data(const zf_cache_entry *e) { return e->data; }

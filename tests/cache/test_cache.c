@@ -66,28 +66,6 @@ START_TEST(lru_bound_and_pins)
 }
 END_TEST
 
-START_TEST(drop)
-{
-    zf_cache *c;
-    ck_assert_int_eq(zf_cache_new(1000, &c), ZF_OK);
-    zf_cache_entry *e, *pinned;
-    ck_assert_int_eq(zf_cache_get(c, 1, 1, load_ok, NULL, &e, NULL), ZF_OK);
-    zf_cache_release(c, e);
-    ck_assert_int_eq(zf_cache_get(c, 1, 2, load_ok, NULL, &pinned, NULL), ZF_OK);
-    zf_cache_drop(c, 1, 1);
-    zf_cache_drop(c, 1, 2); /* pinned: stays */
-    zf_cache_drop(c, 1, 3); /* absent from the cache: nothing happens */
-    ck_assert(!zf_cache_contains(c, 1, 1));
-    ck_assert(zf_cache_contains(c, 1, 2));
-    zf_cache_stats s;
-    zf_cache_get_stats(c, &s);
-    ck_assert_uint_eq(s.drops, 1);
-    ck_assert_uint_eq(s.bytes, 100);
-    zf_cache_release(c, pinned);
-    zf_cache_free(c);
-}
-END_TEST
-
 START_TEST(absent_and_failed)
 {
     zf_cache *c;
@@ -165,4 +143,4 @@ START_TEST(single_flight)
 }
 END_TEST
 
-ZF_CHECK_MAIN("cache", lru_bound_and_pins, drop, absent_and_failed, single_flight)
+ZF_CHECK_MAIN("cache", lru_bound_and_pins, absent_and_failed, single_flight)
