@@ -7,15 +7,25 @@ cd "$(dirname "$0")/.."
 . scripts/deps.sh
 zf_install_deps
 
+passed=0
+failed=0
 run_suite() { # builddir [meson setup options...]
-    local dir=$1
+    local dir=$1 status=0 log ok
     shift
     if [ ! -f "$dir/build.ninja" ]; then
         meson setup "$dir" "$@"
     fi
     ninja -C "$dir"
-    meson test -C "$dir" --print-errorlogs --num-processes 2 --timeout-multiplier 2
+    meson test -C "$dir" --print-errorlogs --num-processes 2 --timeout-multiplier 2 || status=$?
+    log="$dir/meson-logs/testlog.json"
+    ok=$(grep -c '"result": "OK"' "$log" || true)
+    passed=$((passed + ok))
+    failed=$((failed + $(grep -c '"result": ' "$log" || true) - ok))
+    return $status
 }
+
+summary() { echo "zarrfs: $passed passed, $failed failed"; }
+trap summary EXIT
 
 echo "== zarrfs tests: normal build (build/)"
 run_suite build
