@@ -318,6 +318,8 @@ static void readahead_band(zf_array *a, uint64_t offset, size_t len)
         band_elems *= a->grid.shape[d];
     uint64_t next = offset / a->itemsize / band_elems + 1; /* the band after this read's */
     uint64_t queued = atomic_load(&a->next_band);
+    if (queued > next + 1 && atomic_compare_exchange_strong(&a->next_band, &queued, next))
+        queued = next; /* a new pass from further back: read ahead again from here */
     if (next >= a->grid.grid[0] || queued > next ||
         !atomic_compare_exchange_strong(&a->next_band, &queued, next + 1))
         return;

@@ -283,5 +283,54 @@ START_TEST(sequential_reads_decode_the_next_band_ahead)
 }
 END_TEST
 
+START_TEST(a_second_pass_reads_ahead_again)
+{
+    /* 64 x 8 "|u1" in 4 x 8 chunks: 16 bands of one 32-byte chunk; a cache of four chunks lets
+     * readahead run (a band is a quarter of it) but forgets the first bands by the end. */
+    char tmpl[] = "/tmp/zf-array-XXXXXX", p[512];
+    ck_assert_ptr_nonnull(mkdtemp(tmpl));
+    snprintf(p, sizeof p, "%s/.zarray", tmpl);
+    FILE *f = fopen(p, "w");
+    fprintf(f, "{\"zarr_format\": 2, \"shape\": [64, 8], \"chunks\": [4, 8], \"dtype\": \"|u1\","
+               " \"compressor\": null, \"filters\": null, \"fill_value\": 0, \"order\": \"C\"}");
+    fclose(f);
+    for (int c = 0; c < 16; c++) {
+        uint8_t chunk[32];
+        memset(chunk, c + 1, sizeof chunk);
+        snprintf(p, sizeof p, "%s/%d.0", tmpl, c);
+        f = fopen(p, "w");
+        fwrite(chunk, 1, sizeof chunk, f);
+        fclose(f);
+    }
+    fixture fx;
+    zf_err err = {""};
+    ck_assert_int_eq(zf_store_open(tmpl, &fx.store, &err), ZF_OK);
+    zf_bytes doc;
+    ck_assert_int_eq(zf_store_get(fx.store, ".zarray", &doc, &err), ZF_OK);
+    ck_assert_int_eq(zf_meta_parse_v2_array(".zarray", (char *)doc.data, doc.len, NULL, &fx.meta,
+                                            &err),
+                     ZF_OK);
+    zf_bytes_free(&doc);
+    ck_assert_int_eq(zf_cache_new(4 * 32, &fx.cache), ZF_OK);
+    ck_assert_int_eq(zf_pool_new(2, &fx.pool), ZF_OK);
+    ck_assert_int_eq(zf_array_open(fx.store, "", &fx.meta.array, fx.cache, fx.pool, 1, &fx.a, &err),
+                     ZF_OK);
+    uint8_t buf[8];
+    size_t got;
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint64_t off = 0; off < (pass ? 16 : 512); off += 8) { /* pass 2: rows 0 and 1 */
+            ck_assert_int_eq(zf_array_read(fx.a, off, buf, 8, &got, &err), ZF_OK);
+            ck_assert_uint_eq(buf[0], off / 32 + 1);
+        }
+        if (pass == 0) { /* by the end of the first pass the first bands are gone */
+            usleep(100000);
+            ck_assert(!zf_cache_contains(fx.cache, 1, 1));
+        }
+    }
+    ck_assert(eventually_cached(fx.cache, 1)); /* band 1, queued again for the second pass */
+    close_fixture(&fx);
+}
+END_TEST
+
 ZF_CHECK_MAIN("array", grid_arithmetic, grid_edge_cases, runs_match_brute_force, read_flat_view,
-              sequential_reads_decode_the_next_band_ahead)
+              sequential_reads_decode_the_next_band_ahead, a_second_pass_reads_ahead_again)
