@@ -157,6 +157,7 @@ struct zf_array {
     zf_chunk_repr decoded; /* one decoded chunk's representation */
     bool fill_is_zero;
     uint64_t band_chunks;  /* chunks per band: product of grid[1..] */
+    uint64_t band_elems;   /* elements of the flat view per band: chunks[0] * product(shape[1..]) */
     uint64_t band_bytes;   /* decoded bytes of one band (saturated) */
     _Atomic uint64_t last_end;     /* byte just past the previous read, to spot sequential reads */
     _Atomic uint64_t next_band;    /* bands below this are already queued for readahead */
@@ -230,8 +231,15 @@ zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta
 
     /* A sequential read sweeps a band of chunks per element row (see cache.h). */
     a->band_chunks = 1;
-    for (unsigned d = 1; d < meta->ndim; d++)
+    /* Rows of a band, capped at the array's rows (one band then either way), so that the
+     * product stays within the element count and cannot overflow. Used only for non-empty
+     * arrays. */
+    a->band_elems = !meta->ndim ? 1 : meta->chunks[0] < meta->shape[0] ? meta->chunks[0]
+                                                                       : meta->shape[0];
+    for (unsigned d = 1; d < meta->ndim; d++) {
         a->band_chunks *= a->grid.grid[d]; /* <= number of elements, so no overflow */
+        a->band_elems *= meta->shape[d];
+    }
     uint64_t band = a->band_chunks && a->chunk_nbytes > UINT64_MAX / a->band_chunks
                         ? UINT64_MAX
                         : a->band_chunks * a->chunk_nbytes;
@@ -313,10 +321,7 @@ static void readahead_band(zf_array *a, uint64_t offset, size_t len)
     bool sequential = dist <= 2 * (uint64_t)len;
     if (!sequential || a->meta->ndim == 0 || a->band_bytes > zf_cache_capacity(a->cache) / 4)
         return;
-    uint64_t band_elems = a->grid.chunks[0];
-    for (unsigned d = 1; d < a->meta->ndim; d++)
-        band_elems *= a->grid.shape[d];
-    uint64_t next = offset / a->itemsize / band_elems + 1; /* the band after this read's */
+    uint64_t next = offset / a->itemsize / a->band_elems + 1; /* the band after this read's */
     uint64_t queued = atomic_load(&a->next_band);
     if (queued > next + 1 && atomic_compare_exchange_strong(&a->next_band, &queued, next))
         queued = next; /* a new pass from further back: read ahead again from here */
