@@ -88,6 +88,66 @@ zf_status zf_codec_from_v2(yajl_val config, zf_codec **out, zf_err *err);
 zf_status zf_codec_transpose_new(unsigned ndim, const unsigned *order, zf_codec **out,
                                  zf_err *err);
 
+/* Which metadata dialect names the codecs of a chain (zf_chain_from_v3):
+ * - ZF_CODECS_V3: Zarr v3 core "Codecs": objects {"name": N, "configuration": {...}} with the
+ *   names of ../shared/specs/v3/codecs (bytes, transpose, gzip, zstd, blosc, crc32c,
+ *   sharding_indexed) and zarr-python 3's "numcodecs.<id>" names for the numcodecs codecs zarrfs
+ *   serves (configuration as numcodecs' own, without "id");
+ * - ZF_CODECS_DRAFT_2022: the May 2022 draft's "codecs": objects {"codec": URI,
+ *   "configuration": {...}} with URIs https://purl.org/zarr/spec/codec/<name>/1.0 (gzip, blosc,
+ *   endian, transpose). */
+typedef enum zf_codec_dialect {
+    ZF_CODECS_V3,
+    ZF_CODECS_DRAFT_2022,
+} zf_codec_dialect;
+
+/* Build the chain of a v3 "codecs" list (a JSON array) for chunks whose decoded representation
+ * is `decoded` (shape = chunk shape in elements, dtype = the flat encoding's data type, which is
+ * little-endian for v3 and the 2022 draft; nbytes = the chunk's bytes). fill_value holds
+ * decoded->dtype.itemsize bytes in the flat encoding (copied; sharding fills empty inner chunks
+ * with it). The list must be zero or more array -> array codecs, exactly one array -> bytes
+ * codec, then zero or more bytes -> bytes codecs (v3 core "Codecs"); the chain is resolved
+ * against `decoded` before it is returned. On failure *out is left empty.
+ * Errors: ZF_ERR_UNSUPPORTED for a codec zarrfs does not know (message names it, e.g.
+ * `codec "zfp" is not supported`); ZF_ERR_INVALID for a malformed list or configuration, codecs
+ * in the wrong order, or a configuration that does not fit the chunk (message names the codec
+ * and field). */
+zf_status zf_chain_from_v3(yajl_val codecs, zf_codec_dialect dialect,
+                           const zf_chunk_repr *decoded, const uint8_t *fill_value,
+                           zf_codec_chain *out, zf_err *err);
+
+/* One codec of the October 2020 draft's "compressor" ({"codec": URI, "configuration": {...}},
+ * URIs https://purl.org/zarr/spec/codec/<id>/1.0 as zarr-python 2.13 and GDAL 3.4-3.7 write
+ * them; configuration as numcodecs'). A bytes -> bytes codec. Errors as zf_codec_from_v2. */
+zf_status zf_codec_from_draft2020(yajl_val compressor, zf_codec **out, zf_err *err);
+
+/* ----- sharding_indexed (v3 codecs "Sharding codec") ----- */
+
+/* What the array layer needs to read single inner chunks of a shard by byte range. */
+typedef struct zf_sharding {
+    unsigned ndim;
+    uint64_t chunk_shape[ZF_MAX_DIMS];      /* inner chunk, elements per dimension */
+    uint64_t chunks_per_shard[ZF_MAX_DIMS]; /* shard shape / inner chunk shape */
+    uint64_t nchunks;                       /* inner chunks per shard (index entries) */
+    const zf_codec_chain *codecs;           /* chain of one inner chunk */
+    const zf_chunk_repr *inner;             /* decoded representation of one inner chunk */
+    bool index_at_end;                      /* index_location "end" (else "start") */
+    size_t index_nbytes;                    /* encoded index, bytes (fixed by index_codecs) */
+} zf_sharding;
+
+/* When c is a sharding_indexed codec, fill *out (pointers borrowed from c) and return true. */
+bool zf_codec_sharding(const zf_codec *c, zf_sharding *out);
+
+/* Decode and check the encoded index of one shard: in holds exactly index_nbytes bytes, taken
+ * from the start or end of a shard of shard_len bytes. out receives 2 * nchunks uint64 values,
+ * (offset, nbytes) per inner chunk in C order of the chunks-per-shard grid, offsets in bytes from
+ * the start of the shard; an empty inner chunk is the pair (UINT64_MAX, UINT64_MAX).
+ * Errors: ZF_ERR_CORRUPT when the index codecs fail (e.g. crc32c mismatch), or a pair is half
+ * empty, ends past the shard's end (or overflows), overlaps the index, or overlaps another
+ * chunk's bytes; the message names the inner chunk. */
+zf_status zf_sharding_decode_index(const zf_codec *c, const uint8_t *in, size_t in_len,
+                                   uint64_t shard_len, uint64_t *out, zf_err *err);
+
 void zf_codec_free(zf_codec *c);
 
 /* Append a codec (ownership passes to the chain on success; on failure the caller still owns

@@ -30,9 +30,12 @@ const char *zf_format_name(zf_format f);
 typedef enum zf_node_kind { ZF_NODE_GROUP, ZF_NODE_ARRAY } zf_node_kind;
 
 /* How chunk coordinates become a key below the array's prefix. */
+/* Chunk key of coords (1, 2): v2 and v3 "v2" encoding "1.2" (0-d: "0"); v3 "default" encoding
+ * "c/1/2" (0-d: "c"); both v3 drafts "c1/2" (0-d: "c"), i.e. prefix_joined. */
 typedef struct zf_chunk_key_encoding {
-    char separator;  /* '.' or '/' */
-    char prefix[8];  /* "" for v2; "c" for v3 default encoding */
+    char separator;      /* '.' or '/' */
+    char prefix[8];      /* "" for v2; "c" for v3 default encoding and the drafts */
+    bool prefix_joined;  /* no separator between prefix and the first coordinate (drafts) */
 } zf_chunk_key_encoding;
 
 typedef struct zf_array_meta {
@@ -80,11 +83,44 @@ zf_status zf_meta_parse_v2_group(const char *key, const char *text, size_t len,
  * string for U, null (zeros). out holds dt->itemsize bytes. Errors: ZF_ERR_INVALID. */
 zf_status zf_meta_v2_fill_value(const char *json, const zf_dtype *dt, uint8_t *out, zf_err *err);
 
+/* ----- Zarr v3 and its drafts ----- */
+
+/* Which dialect a zarr.json at the store root belongs to (DESIGN.md "Dialect detection"):
+ * "zarr_format": 3 -> ZF_FORMAT_V3 (the document is the root node's metadata);
+ * "https://purl.org/zarr/spec/protocol/core/3.0" -> ZF_FORMAT_V3_DRAFT_2020 and
+ * "https://purl.org/zarr/spec/core/3.0" -> ZF_FORMAT_V3_DRAFT_2022 (the document is the entry
+ * point: its metadata_encoding, metadata_key_suffix and extensions are checked here; an
+ * extension with must_understand true is ZF_ERR_UNSUPPORTED naming it). Errors: ZF_ERR_INVALID
+ * (`zarr.json: "zarr_format": ...`), ZF_ERR_UNSUPPORTED. */
+zf_status zf_meta_detect(const char *key, const char *text, size_t len, zf_format *format,
+                         zf_err *err);
+
+/* Parse a final Zarr v3 zarr.json (v3 core "Metadata": node_type group or array) into meta.
+ * Data types are the flat encoding's (little-endian); fill_value in every form of v3
+ * "data-types" (and the zarr-python 3 extension types); chunk_grid "regular";
+ * chunk_key_encoding "default" or "v2"; codecs via zf_chain_from_v3. Invalid documents are
+ * ZF_ERR_INVALID with err = `<key>: "<field>": <what>`. Unknown data types, codecs, chunk grids,
+ * storage transformers, extension fields with must_understand true, and variable-length data
+ * types are not errors: they set meta->unsupported naming them. */
+zf_status zf_meta_parse_v3(const char *key, const char *text, size_t len, zf_node_meta *meta,
+                           zf_err *err);
+
+/* Parse a draft array (".array.json") or group (".group.json") metadata document of format
+ * ZF_FORMAT_V3_DRAFT_2020 (NumPy typestr data types with byte order kept, chunk_grid separator,
+ * chunk_memory_layout, compressor, extensions) or ZF_FORMAT_V3_DRAFT_2022 (named data types,
+ * little-endian flat encoding, codecs, required fill_value, storage_transformers; unknown
+ * fields make the array unsupported). Errors and unsupported nodes as zf_meta_parse_v3. */
+zf_status zf_meta_parse_draft_array(zf_format format, const char *key, const char *text,
+                                    size_t len, zf_node_meta *meta, zf_err *err);
+zf_status zf_meta_parse_draft_group(zf_format format, const char *key, const char *text,
+                                    size_t len, zf_node_meta *meta, zf_err *err);
+
 /* Number of elements in one chunk (product of chunks); bytes = that * itemsize. */
 uint64_t zf_array_meta_chunk_elems(const zf_array_meta *a);
 
-/* The store key of chunk `coords` below prefix ("" or "group/array"): v2 "0.0" / "0/0", and
- * "0" for a 0-d array. buf holds at least bufsize bytes. Errors: ZF_ERR_INVALID when too long. */
+/* The store key of chunk `coords` below prefix ("" or "group/array"), as a->key_encoding says
+ * (see zf_chunk_key_encoding): v2 "0.0" / "0/0" ("0" for a 0-d array), v3 "c/0/0", drafts
+ * "c0/0". buf holds at least bufsize bytes. Errors: ZF_ERR_INVALID when too long. */
 zf_status zf_array_meta_chunk_key(const zf_array_meta *a, const char *prefix,
                                   const uint64_t *coords, char *buf, size_t bufsize);
 

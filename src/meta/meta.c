@@ -43,7 +43,10 @@ zf_status zf_array_meta_chunk_key(const zf_array_meta *a, const char *prefix,
     if (e->prefix[0]) {
         APPEND("%s", e->prefix);
         for (unsigned d = 0; d < a->ndim; d++)
-            APPEND("%c%llu", e->separator, (unsigned long long)coords[d]);
+            if (d == 0 && e->prefix_joined)
+                APPEND("%llu", (unsigned long long)coords[d]);
+            else
+                APPEND("%c%llu", e->separator, (unsigned long long)coords[d]);
     } else if (a->ndim == 0) {
         APPEND("0");
     } else {
