@@ -41,6 +41,10 @@ typedef struct zf_store_ops {
     zf_status (*get)(zf_store *s, const char *key, zf_bytes *out, zf_err *err);
     zf_status (*get_partial)(zf_store *s, const char *key, uint64_t offset, uint64_t len,
                              zf_bytes *out, zf_err *err);
+    /* Optional: the last len bytes and the value's whole size in one request (NULL: the
+     * dispatcher uses stat then get_partial). */
+    zf_status (*get_suffix)(zf_store *s, const char *key, uint64_t len, zf_bytes *out,
+                            uint64_t *total, zf_err *err);
     zf_status (*stat)(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
                       zf_err *err);
     zf_status (*list_dir)(zf_store *s, const char *prefix, zf_store_listing *out, zf_err *err);
@@ -71,6 +75,12 @@ zf_status zf_store_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)
  * zf_store_get. */
 zf_status zf_store_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
                                zf_bytes *out, zf_err *err);
+/* The last min(len, size) bytes of key's value, and in *total its whole size in bytes (what a
+ * shard index at the end needs: v3 codecs "Sharding codec", "Implementation notes"). One store
+ * request where the backend can (HTTP suffix ranges, one open + pread locally). Errors as
+ * zf_store_get. */
+zf_status zf_store_get_suffix(zf_store *s, const char *key, uint64_t len, zf_bytes *out,
+                              uint64_t *total, zf_err *err);
 /* Size in bytes and modification time of key's value (mtime may be zero when unknown). */
 zf_status zf_store_stat(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
                         zf_err *err);

@@ -72,6 +72,21 @@ zf_status zf_store_get_partial(zf_store *s, const char *key, uint64_t offset, ui
     return st ? st : s->ops->get_partial(s, key, offset, len, out, err);
 }
 
+zf_status zf_store_get_suffix(zf_store *s, const char *key, uint64_t len, zf_bytes *out,
+                              uint64_t *total, zf_err *err)
+{
+    zf_status st = check_key(key, false, err);
+    if (st != ZF_OK)
+        return st;
+    if (s->ops->get_suffix)
+        return s->ops->get_suffix(s, key, len, out, total, err);
+    uint64_t size;
+    if ((st = s->ops->stat(s, key, &size, NULL, err)) != ZF_OK)
+        return st;
+    *total = size;
+    return s->ops->get_partial(s, key, size > len ? size - len : 0, len, out, err);
+}
+
 zf_status zf_store_stat(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
                         zf_err *err)
 {

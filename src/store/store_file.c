@@ -46,9 +46,10 @@ static zf_status errno_status(const char *key, const char *what, zf_err *err)
     return zf_fail(err, ZF_ERR_IO, "%s: %s: %s", key, what, strerror(e));
 }
 
-/* Read up to len bytes at offset from an open descriptor into out. */
-static zf_status read_range(int fd, const char *key, uint64_t offset, uint64_t len,
-                            zf_bytes *out, zf_err *err)
+/* Read up to len bytes at offset from an open descriptor into out; with suffix, the last len
+ * bytes instead (offset ignored), and the file's size in *total. */
+static zf_status read_range(int fd, const char *key, uint64_t offset, uint64_t len, bool suffix,
+                            uint64_t *total, zf_bytes *out, zf_err *err)
 {
     struct stat sb;
     if (fstat(fd, &sb) < 0)
@@ -58,6 +59,10 @@ static zf_status read_range(int fd, const char *key, uint64_t offset, uint64_t l
     if (!S_ISREG(sb.st_mode))
         return zf_fail(err, ZF_ERR_IO, "%s: not a regular file", key);
     uint64_t size = (uint64_t)sb.st_size;
+    if (suffix) {
+        *total = size;
+        offset = size > len ? size - len : 0;
+    }
     uint64_t n = offset >= size ? 0 : size - offset;
     if (n > len)
         n = len;
@@ -91,7 +96,19 @@ static zf_status fs_get_partial(zf_store *s, const char *key, uint64_t offset, u
     int fd = open_beneath(fs->root_fd, key, O_RDONLY | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
         return errno_status(key, "open", err);
-    zf_status st = read_range(fd, key, offset, len, out, err);
+    zf_status st = read_range(fd, key, offset, len, false, NULL, out, err);
+    close(fd);
+    return st;
+}
+
+static zf_status fs_get_suffix(zf_store *s, const char *key, uint64_t len, zf_bytes *out,
+                               uint64_t *total, zf_err *err)
+{
+    file_store *fs = (file_store *)s;
+    int fd = open_beneath(fs->root_fd, key, O_RDONLY | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return errno_status(key, "open", err);
+    zf_status st = read_range(fd, key, 0, len, true, total, out, err);
     close(fd);
     return st;
 }
@@ -192,6 +209,7 @@ static const zf_store_ops file_ops = {
     .scheme = "file",
     .get = fs_get,
     .get_partial = fs_get_partial,
+    .get_suffix = fs_get_suffix,
     .stat = fs_stat,
     .list_dir = fs_list_dir,
     .destroy = fs_destroy,

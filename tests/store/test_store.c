@@ -71,6 +71,18 @@ START_TEST(get_partial_stat_list)
     ck_assert_int_eq(zf_store_get_partial(s, "a/.zarray", 8, 100, &b, &err), ZF_OK);
     ck_assert_uint_eq(b.len, 2);
     zf_bytes_free(&b);
+    uint64_t total = 0;
+    ck_assert_int_eq(zf_store_get_suffix(s, "a/.zarray", 3, &b, &total, &err), ZF_OK);
+    ck_assert_uint_eq(total, 10);
+    ck_assert_uint_eq(b.len, 3);
+    ck_assert_int_eq(memcmp(b.data, "789", 3), 0);
+    zf_bytes_free(&b);
+    ck_assert_int_eq(zf_store_get_suffix(s, "a/.zarray", 50, &b, &total, &err), ZF_OK);
+    ck_assert_uint_eq(b.len, 10);
+    ck_assert_int_eq(memcmp(b.data, "0123456789", 10), 0);
+    zf_bytes_free(&b);
+    ck_assert_int_eq(zf_store_get_suffix(s, "a/missing", 3, &b, &total, &err), ZF_ERR_NOT_FOUND);
+    ck_assert_int_eq(zf_store_get_suffix(s, "../x", 3, &b, &total, &err), ZF_ERR_INVALID);
     ck_assert_int_eq(zf_store_get(s, "a/missing", &b, &err), ZF_ERR_NOT_FOUND);
     ck_assert_int_eq(zf_store_get(s, "a/.zarray/x", &b, &err), ZF_ERR_NOT_FOUND);
     ck_assert_int_eq(zf_store_get(s, "a", &b, &err), ZF_ERR_NOT_FOUND); /* a directory */
