@@ -111,14 +111,21 @@ typedef enum zf_codec_dialect {
  * Errors: ZF_ERR_UNSUPPORTED for a codec zarrfs does not know (message names it, e.g.
  * `codec "zfp" is not supported`); ZF_ERR_INVALID for a malformed list or configuration, codecs
  * in the wrong order, or a configuration that does not fit the chunk (message names the codec
- * and field). */
+ * and field).
+ * Details (src/codec/v3.c): a codec zarrfs does not know but marked "must_understand": false is
+ * left out of the chain (v3 core "must_understand"); v3.1 short-hand names ("crc32c") are
+ * accepted. ZF_CODECS_DRAFT_2022: codecs may be NULL (member absent: an empty list), and a list
+ * without an endian codec gets the draft's default binary representation, little endian (an
+ * implicit little-endian bytes codec before the first bytes -> bytes codec or at the end). */
 zf_status zf_chain_from_v3(yajl_val codecs, zf_codec_dialect dialect,
                            const zf_chunk_repr *decoded, const uint8_t *fill_value,
                            zf_codec_chain *out, zf_err *err);
 
 /* One codec of the October 2020 draft's "compressor" ({"codec": URI, "configuration": {...}},
  * URIs https://purl.org/zarr/spec/codec/<id>/1.0 as zarr-python 2.13 and GDAL 3.4-3.7 write
- * them; configuration as numcodecs'). A bytes -> bytes codec. Errors as zf_codec_from_v2. */
+ * them; configuration as numcodecs'). A bytes -> bytes codec. Errors as zf_codec_from_v2
+ * (ZF_ERR_UNSUPPORTED names the URI); JSON null (no compressor) is the caller's to handle: it is
+ * ZF_ERR_INVALID here. */
 zf_status zf_codec_from_draft2020(yajl_val compressor, zf_codec **out, zf_err *err);
 
 /* ----- sharding_indexed (v3 codecs "Sharding codec") ----- */

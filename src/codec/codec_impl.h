@@ -161,4 +161,38 @@ zf_status zf_inflate_stream(const char *codec, int window_bits, const uint8_t *i
                             uint8_t *out, size_t cap, size_t base, size_t total, size_t *used,
                             size_t *produced, zf_err *err);
 
+/* --- Zarr v3 codec lists (v3.c, bytes.c, sharding.c) --- */
+
+/* Sharding codecs nest (an inner chain may shard again); deeper lists are refused. */
+#define ZF_V3_MAX_DEPTH 8
+
+/* zf_chain_from_v3 at nesting depth `depth` (0 for an array's own "codecs"; sharding builds its
+ * inner and index chains at depth + 1). fill_value may be NULL (zero bytes). */
+zf_status zf_chain_from_v3_at(yajl_val codecs, zf_codec_dialect dialect,
+                              const zf_chunk_repr *decoded, const uint8_t *fill_value,
+                              unsigned depth, zf_codec_chain *out, zf_err *err);
+
+/* A v3 configuration object: absent (NULL) or an object whose keys are all in `allowed`
+ * (NULL-terminated). Errors: ZF_ERR_INVALID naming the codec and the field. */
+zf_status zf_v3_check_keys(yajl_val cfg, const char *codec, const char *const *allowed,
+                           zf_err *err);
+
+/* The "bytes" codec (also the 2022 draft's "endian", named by `name` in messages) for an array
+ * of representation `decoded`, from its configuration (NULL when absent). */
+zf_status zf_codec_bytes_new(yajl_val cfg, const char *name, const zf_chunk_repr *decoded,
+                             zf_codec **out, zf_err *err);
+/* A bytes codec with the given byte order (the 2022 draft's implicit default binary
+ * representation). Errors: ZF_ERR_NOMEM. */
+zf_status zf_codec_bytes_make(bool big_endian, zf_codec **out);
+/* The component the bytes codec's endianness applies to, in bytes: the item for i/u/f/m/M, half
+ * of it for complex, 4 for 'U' (UTF-32), 1 for b/S/V; 0 for 'O' (not encodable). */
+size_t zf_bytes_swap_unit(const zf_dtype *dt);
+
+/* The sharding_indexed codec for shards of representation `decoded` (its configuration object;
+ * inner and index chains built at depth + 1). fill_value: decoded->dtype.itemsize bytes (copied)
+ * or NULL for zero bytes. */
+zf_status zf_codec_sharding_new(yajl_val cfg, const zf_chunk_repr *decoded,
+                                const uint8_t *fill_value, unsigned depth, zf_codec **out,
+                                zf_err *err);
+
 #endif

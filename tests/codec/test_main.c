@@ -1,10 +1,10 @@
 /* test_main.c — the codec unit tests: numcodecs fixture and generated cases (test_fixture.c),
  * malformed and hostile input (test_negative.c), transpose, chain and checksums
- * (test_transpose.c).
+ * (test_transpose.c), Zarr v3 codec lists and sharding (test_v3.c).
  *
  * Before the suites run, numcodecs_expected.py (next to this file) is run with a Python that has
  * numcodecs — $ZARRFS_NUMCODECS_PYTHON, default /usr/bin/python3 — to write numcodecs' own
- * decodes into a temporary directory. */
+ * decodes into a temporary directory, and v3_expected.py writes the v3 codec vectors there. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -71,6 +71,17 @@ static void generate_expected(void)
                "tolerances only and generated cases are skipped\n",
                python, rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
     }
+    static char v3dir[sizeof tmpdir + 8];
+    snprintf(v3dir, sizeof v3dir, "%s/v3", tmpdir);
+    snprintf(cmd, sizeof cmd,
+             "'%s' '%s/v3_expected.py' '%s/testdata/zarrita-fixtures/v3/data.zarr' '%s'", python,
+             src, shared, v3dir);
+    rc = system(cmd);
+    if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0)
+        tu_v3_dir = v3dir;
+    else
+        printf("v3 codec vectors: %s exited with %d; the cases made in Python are skipped\n",
+               python, rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
     fflush(stdout);
 }
 
@@ -80,6 +91,7 @@ int main(void)
     SRunner *sr = srunner_create(codec_fixture_suite());
     srunner_add_suite(sr, codec_negative_suite());
     srunner_add_suite(sr, codec_transpose_suite());
+    srunner_add_suite(sr, codec_v3_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 const char *tu_expected_dir;
+const char *tu_v3_dir;
 
 uint8_t *tu_read_file(const char *path, size_t *len)
 {

@@ -31,6 +31,9 @@ void tu_fill(uint8_t *buf, size_t n, uint32_t seed);
 /* The directory of generated numcodecs expectations (NULL when numcodecs is not available). */
 extern const char *tu_expected_dir;
 
+/* The directory of Zarr v3 codec vectors written by v3_expected.py (NULL when not generated). */
+extern const char *tu_v3_dir;
+
 /* .npy files (format versions 1-3): dtype, order, shape and the raw data as stored. */
 typedef struct tu_npy {
     char descr[64];
@@ -49,5 +52,6 @@ void tu_npy_free(tu_npy *n);
 Suite *codec_fixture_suite(void);
 Suite *codec_negative_suite(void);
 Suite *codec_transpose_suite(void);
+Suite *codec_v3_suite(void);
 
 #endif

@@ -1,0 +1,530 @@
+/* sharding.c — the sharding_indexed codec (array -> bytes), v3 codecs "Sharding codec".
+ *
+ * A shard (the decoded array, of the outer chunk's shape) is split into inner chunks of
+ * `chunk_shape` ("Configuration parameters": same number of dimensions, dividing the shard shape
+ * evenly), each encoded with the inner `codecs` and stored anywhere in the shard's bytes, plus an
+ * index ("Binary shard format"): an array of shape chunks_per_shard + [2] of uint64
+ * (offset, nbytes) pairs in C order, encoded with `index_codecs` (which "MUST NOT" include codecs
+ * of variable encoded size, so the index has a fixed byte size) and stored at the start or the
+ * end of the shard (`index_location`, default "end"). "Empty inner chunks are denoted by setting
+ * both offset and nbytes to 2^64 - 1" and read as the fill value.
+ *
+ * The index is never trusted: zf_sharding_decode_index refuses entries that are half empty,
+ * overflow, end past the shard, overlap the index or overlap each other ("unused space between
+ * them is allowed", overlap is not: it would mean a writer's bug or a forged index).
+ *
+ * Decoding a whole shard (the codec's decode) reads the index, then decodes every inner chunk into
+ * its place in the shard (C order); the array layer may instead read the index and single inner
+ * chunks by byte range (zf_codec_sharding describes what it needs). */
+#include <stdio.h>
+#include <string.h>
+
+#include "codec_impl.h"
+
+/* Inner chunks per shard at most: the index then takes 256 MiB (decoded), which is already far
+ * beyond any sensible layout (a shard of 2^31 bytes in inner chunks of 128 bytes). */
+#define MAX_INNER_CHUNKS ((uint64_t)1 << 24)
+#define EMPTY UINT64_MAX
+
+typedef struct sharding_codec {
+    zf_codec base;
+    unsigned ndim;
+    uint64_t shard_shape[ZF_MAX_DIMS];
+    uint64_t chunk_shape[ZF_MAX_DIMS];
+    uint64_t cps[ZF_MAX_DIMS]; /* chunks per shard */
+    uint64_t nchunks;
+    size_t shard_nbytes;
+    zf_chunk_repr inner_repr;
+    zf_codec_chain inner;
+    zf_chunk_repr index_repr;
+    zf_codec_chain index;
+    size_t index_nbytes;
+    bool index_at_end;
+    uint8_t *fill; /* inner_repr.dtype.itemsize bytes */
+} sharding_codec;
+
+static const zf_codec_ops sharding_ops;
+
+/* "(i, j, ...)": coordinates of inner chunk k in the chunks-per-shard grid. */
+static const char *coords(const sharding_codec *s, uint64_t k, char *buf, size_t n)
+{
+    uint64_t c[ZF_MAX_DIMS];
+    for (unsigned d = s->ndim; d-- > 0;) {
+        c[d] = s->cps[d] ? k % s->cps[d] : 0;
+        k = s->cps[d] ? k / s->cps[d] : 0;
+    }
+    size_t len = (size_t)snprintf(buf, n, "(");
+    for (unsigned d = 0; d < s->ndim && len < n; d++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%llu", d ? ", " : "",
+                                (unsigned long long)c[d]);
+    if (len < n)
+        snprintf(buf + len, n - len, ")");
+    return buf;
+}
+
+/* --- the index --- */
+
+typedef struct range {
+    uint64_t off, end, k;
+} range;
+
+static int range_cmp(const void *a, const void *b)
+{
+    const range *x = a, *y = b;
+    if (x->off != y->off)
+        return x->off < y->off ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+static zf_status overlap(const sharding_codec *s, const range *a, const range *b, zf_err *err)
+{
+    char ca[256], cb[256];
+    return zf_fail(err, ZF_ERR_CORRUPT,
+                   "sharding_indexed: inner chunks %s and %s overlap (bytes [%llu, %llu) and "
+                   "[%llu, %llu))",
+                   coords(s, a->k, ca, sizeof ca), coords(s, b->k, cb, sizeof cb),
+                   (unsigned long long)a->off, (unsigned long long)a->end,
+                   (unsigned long long)b->off, (unsigned long long)b->end);
+}
+
+/* Overlaps among the non-empty ranges when the index is not in offset order. */
+static zf_status check_overlaps_sorted(const sharding_codec *s, const uint64_t *pairs,
+                                       zf_err *err)
+{
+    size_t n = 0;
+    for (uint64_t k = 0; k < s->nchunks; k++)
+        if (pairs[2 * k] != EMPTY && pairs[2 * k + 1] != 0)
+            n++;
+    range *r = malloc((n ? n : 1) * sizeof *r);
+    if (!r)
+        return ZF_ERR_NOMEM;
+    n = 0;
+    for (uint64_t k = 0; k < s->nchunks; k++)
+        if (pairs[2 * k] != EMPTY && pairs[2 * k + 1] != 0)
+            r[n++] = (range){pairs[2 * k], pairs[2 * k] + pairs[2 * k + 1], k};
+    qsort(r, n, sizeof *r, range_cmp);
+    zf_status st = ZF_OK;
+    size_t best = 0; /* the range reaching furthest so far */
+    for (size_t i = 1; i < n && st == ZF_OK; i++) {
+        if (r[i].off < r[best].end)
+            st = overlap(s, &r[best], &r[i], err);
+        else if (r[i].end > r[best].end)
+            best = i;
+    }
+    free(r);
+    return st;
+}
+
+zf_status zf_sharding_decode_index(const zf_codec *c, const uint8_t *in, size_t in_len,
+                                   uint64_t shard_len, uint64_t *out, zf_err *err)
+{
+    if (!c || c->ops != &sharding_ops)
+        return zf_fail(err, ZF_ERR_INVALID, "not a sharding_indexed codec");
+    const sharding_codec *s = (const sharding_codec *)c;
+    if (shard_len < s->index_nbytes)
+        return zf_fail(err, ZF_ERR_CORRUPT,
+                       "sharding_indexed: shard of %llu bytes is shorter than its index (%zu "
+                       "bytes)",
+                       (unsigned long long)shard_len, s->index_nbytes);
+    if (in_len != s->index_nbytes)
+        return zf_fail(err, ZF_ERR_CORRUPT, "sharding_indexed: index of %zu bytes, expected %zu",
+                       in_len, s->index_nbytes);
+    zf_status st = zf_chain_decode(&s->index, &s->index_repr, in, in_len, (uint8_t *)out, err);
+    if (st != ZF_OK) {
+        zf_err_prefix(err, "sharding_indexed: index");
+        return st == ZF_ERR_INVALID ? ZF_ERR_CORRUPT : st;
+    }
+    uint64_t n = 2 * s->nchunks;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    for (uint64_t i = 0; i < n; i++)
+        out[i] = __builtin_bswap64(out[i]); /* the index array is <u8 */
+#else
+    (void)n;
+#endif
+    /* The bytes inner chunks may occupy: all but the index. */
+    uint64_t lo = s->index_at_end ? 0 : s->index_nbytes;
+    uint64_t hi = s->index_at_end ? shard_len - s->index_nbytes : shard_len;
+    bool in_order = true;
+    range far = {0, 0, 0}; /* in offset order so far: the range reaching furthest */
+    uint64_t last_off = 0;
+    char cs[256];
+    for (uint64_t k = 0; k < s->nchunks; k++) {
+        uint64_t off = out[2 * k], nb = out[2 * k + 1];
+        if (off == EMPTY && nb == EMPTY)
+            continue;
+        if (off == EMPTY || nb == EMPTY)
+            return zf_fail(err, ZF_ERR_CORRUPT,
+                           "sharding_indexed: inner chunk %s: half-empty index entry (offset "
+                           "%llu, %llu bytes)",
+                           coords(s, k, cs, sizeof cs), (unsigned long long)off,
+                           (unsigned long long)nb);
+        if (nb > UINT64_MAX - off)
+            return zf_fail(err, ZF_ERR_CORRUPT,
+                           "sharding_indexed: inner chunk %s: offset %llu + %llu bytes overflows",
+                           coords(s, k, cs, sizeof cs), (unsigned long long)off,
+                           (unsigned long long)nb);
+        uint64_t end = off + nb;
+        if (end > shard_len)
+            return zf_fail(err, ZF_ERR_CORRUPT,
+                           "sharding_indexed: inner chunk %s: bytes [%llu, %llu) end past the "
+                           "shard's %llu bytes",
+                           coords(s, k, cs, sizeof cs), (unsigned long long)off,
+                           (unsigned long long)end, (unsigned long long)shard_len);
+        if (nb == 0)
+            continue; /* occupies nothing */
+        if (off < lo || end > hi)
+            return zf_fail(err, ZF_ERR_CORRUPT,
+                           "sharding_indexed: inner chunk %s: bytes [%llu, %llu) overlap the "
+                           "shard index (bytes [%llu, %llu))",
+                           coords(s, k, cs, sizeof cs), (unsigned long long)off,
+                           (unsigned long long)end,
+                           (unsigned long long)(s->index_at_end ? hi : 0),
+                           (unsigned long long)(s->index_at_end ? shard_len : lo));
+        if (!in_order)
+            continue;
+        range r = {off, end, k};
+        if (far.end > 0 && off < last_off) {
+            in_order = false; /* checked below, sorted */
+        } else if (far.end > 0 && off < far.end) {
+            return overlap(s, &far, &r, err);
+        } else if (end > far.end) {
+            far = r;
+        }
+        last_off = off;
+    }
+    return in_order ? ZF_OK : check_overlaps_sorted(s, out, err);
+}
+
+bool zf_codec_sharding(const zf_codec *c, zf_sharding *out)
+{
+    if (!c || c->ops != &sharding_ops)
+        return false;
+    const sharding_codec *s = (const sharding_codec *)c;
+    memset(out, 0, sizeof *out);
+    out->ndim = s->ndim;
+    memcpy(out->chunk_shape, s->chunk_shape, s->ndim * sizeof s->chunk_shape[0]);
+    memcpy(out->chunks_per_shard, s->cps, s->ndim * sizeof s->cps[0]);
+    out->nchunks = s->nchunks;
+    out->codecs = &s->inner;
+    out->inner = &s->inner_repr;
+    out->index_at_end = s->index_at_end;
+    out->index_nbytes = s->index_nbytes;
+    return true;
+}
+
+/* --- decoding a whole shard --- */
+
+/* len bytes of the fill value pattern. */
+static void fill_pattern(uint8_t *dst, size_t len, const uint8_t *fill, size_t itemsize)
+{
+    if (len == 0 || itemsize == 0)
+        return;
+    size_t done = itemsize < len ? itemsize : len;
+    memcpy(dst, fill, done);
+    while (done < len) {
+        size_t n = done < len - done ? done : len - done;
+        memcpy(dst + done, dst, n);
+        done += n;
+    }
+}
+
+/* The innermost dimension from which inner chunks span whole rows of the shard: dimensions after
+ * it are full, so a run of chunk elements from there on is contiguous in the shard. */
+static unsigned run_dim(const sharding_codec *s)
+{
+    unsigned k = s->ndim ? s->ndim - 1 : 0;
+    while (k > 0 && s->chunk_shape[k] == s->shard_shape[k])
+        k--;
+    return k;
+}
+
+/* Copy decoded inner chunk k (C order, src) into its place in the shard (out). */
+static void scatter(const sharding_codec *s, uint64_t k, const uint8_t *src, uint8_t *out)
+{
+    unsigned nd = s->ndim, rd = run_dim(s);
+    size_t is = s->inner_repr.dtype.itemsize;
+    size_t stride[ZF_MAX_DIMS], coord[ZF_MAX_DIMS], idx[ZF_MAX_DIMS] = {0};
+    size_t st = 1;
+    for (unsigned d = nd; d-- > 0;) {
+        stride[d] = st;
+        st *= (size_t)s->shard_shape[d];
+        coord[d] = (size_t)(k % s->cps[d]);
+        k /= s->cps[d];
+    }
+    size_t base = 0, run = 1;
+    for (unsigned d = 0; d < nd; d++)
+        base += coord[d] * (size_t)s->chunk_shape[d] * stride[d];
+    for (unsigned d = rd; d < nd; d++)
+        run *= (size_t)s->chunk_shape[d];
+    size_t off = base, run_bytes = run * is;
+    for (;;) {
+        memcpy(out + off * is, src, run_bytes);
+        src += run_bytes;
+        unsigned d = rd;
+        for (;;) {
+            if (d == 0)
+                return;
+            d--;
+            if (++idx[d] < s->chunk_shape[d]) {
+                off += stride[d];
+                break;
+            }
+            off -= stride[d] * (idx[d] - 1);
+            idx[d] = 0;
+        }
+    }
+}
+
+static zf_status sharding_decode(const zf_codec *c, const zf_chunk_repr *decoded,
+                                 const uint8_t *in, size_t in_len, uint8_t *out, size_t out_len,
+                                 zf_err *err)
+{
+    (void)decoded;
+    const sharding_codec *s = (const sharding_codec *)c;
+    if (out_len != s->shard_nbytes)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "sharding_indexed: %zu bytes asked for, the shard holds %zu", out_len,
+                       s->shard_nbytes);
+    if (in_len < s->index_nbytes)
+        return zf_fail(err, ZF_ERR_CORRUPT,
+                       "sharding_indexed: shard of %zu bytes is shorter than its index (%zu "
+                       "bytes)",
+                       in_len, s->index_nbytes);
+    size_t inner_len = s->inner_repr.nbytes;
+    if (s->nchunks == 0 || out_len == 0)
+        return ZF_OK; /* nothing to place: the index is not even read */
+    uint64_t *pairs = malloc((size_t)s->nchunks * 2 * sizeof *pairs);
+    if (!pairs)
+        return ZF_ERR_NOMEM;
+    const uint8_t *ix = s->index_at_end ? in + in_len - s->index_nbytes : in;
+    zf_status st = zf_sharding_decode_index(c, ix, s->index_nbytes, in_len, pairs, err);
+    /* Inner chunks are contiguous in the shard when only the first dimension is split. */
+    bool contiguous = run_dim(s) == 0;
+    uint8_t *scratch = NULL, *fill = NULL;
+    for (uint64_t k = 0; k < s->nchunks && st == ZF_OK; k++) {
+        uint64_t off = pairs[2 * k], nb = pairs[2 * k + 1];
+        uint8_t *dst = out + (size_t)k * inner_len;
+        if (off == EMPTY) {
+            if (contiguous) {
+                fill_pattern(dst, inner_len, s->fill, s->inner_repr.dtype.itemsize);
+                continue;
+            }
+            if (!fill) {
+                if (!(fill = malloc(inner_len))) {
+                    st = ZF_ERR_NOMEM;
+                    break;
+                }
+                fill_pattern(fill, inner_len, s->fill, s->inner_repr.dtype.itemsize);
+            }
+            scatter(s, k, fill, out);
+            continue;
+        }
+        if (!contiguous && !scratch && !(scratch = malloc(inner_len))) {
+            st = ZF_ERR_NOMEM;
+            break;
+        }
+        uint8_t *target = contiguous ? dst : scratch;
+        st = zf_chain_decode(&s->inner, &s->inner_repr, in + off, (size_t)nb, target, err);
+        if (st != ZF_OK) {
+            char cs[256];
+            zf_err_prefix(err, "sharding_indexed: inner chunk %s", coords(s, k, cs, sizeof cs));
+            break;
+        }
+        if (!contiguous)
+            scatter(s, k, scratch, out);
+    }
+    free(scratch);
+    free(fill);
+    free(pairs);
+    return st;
+}
+
+static zf_status sharding_resolve(const zf_codec *c, const zf_chunk_repr *decoded,
+                                  zf_chunk_repr *encoded, zf_err *err)
+{
+    const sharding_codec *s = (const sharding_codec *)c;
+    bool same = decoded->ndim == s->ndim && decoded->nbytes == s->shard_nbytes &&
+                decoded->dtype.itemsize == s->inner_repr.dtype.itemsize;
+    for (unsigned d = 0; same && d < s->ndim; d++)
+        same = decoded->shape[d] == s->shard_shape[d];
+    if (!same)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "sharding_indexed: built for another shard shape or data type");
+    zf_repr_bytes(encoded, ZF_SIZE_UNKNOWN);
+    return ZF_OK;
+}
+
+static void sharding_destroy(zf_codec *c)
+{
+    sharding_codec *s = (sharding_codec *)c;
+    zf_chain_clear(&s->inner);
+    zf_chain_clear(&s->index);
+    free(s->fill);
+    free(s);
+}
+
+static const zf_codec_ops sharding_ops = {
+    .name = "sharding_indexed",
+    .kind = ZF_CODEC_ARRAY_TO_BYTES,
+    .resolve = sharding_resolve,
+    .decode = sharding_decode,
+    .destroy = sharding_destroy,
+};
+
+/* --- construction --- */
+
+/* The index codecs' encoded size: must be fixed ("MUST NOT be used for index codecs": codecs of
+ * variable-sized output). */
+static zf_status index_size(sharding_codec *s, zf_err *err)
+{
+    size_t n = s->index.n;
+    zf_chunk_repr *reprs = malloc((n + 1) * sizeof *reprs);
+    if (!reprs)
+        return ZF_ERR_NOMEM;
+    zf_status st = zf_chain_resolve(&s->index, &s->index_repr, reprs, err);
+    for (size_t i = 0; st == ZF_OK && i < n; i++)
+        if (reprs[i + 1].nbytes == ZF_SIZE_UNKNOWN)
+            st = zf_fail(err, ZF_ERR_INVALID,
+                         "sharding_indexed: \"index_codecs\": \"%s\" has no fixed encoded size "
+                         "(the index must have one)",
+                         s->index.codecs[i]->ops->name);
+    if (st == ZF_OK)
+        s->index_nbytes = reprs[n].nbytes;
+    free(reprs);
+    return st;
+}
+
+static zf_status parse_chunk_shape(sharding_codec *s, yajl_val cs, const zf_chunk_repr *decoded,
+                                   zf_err *err)
+{
+    if (!cs)
+        return zf_fail(err, ZF_ERR_INVALID, "sharding_indexed: \"chunk_shape\": missing");
+    if (!YAJL_IS_ARRAY(cs))
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "sharding_indexed: \"chunk_shape\": expected a list of positive integers");
+    if (cs->u.array.len != decoded->ndim)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "sharding_indexed: \"chunk_shape\": %zu dimensions, the shard has %u",
+                       cs->u.array.len, decoded->ndim);
+    uint64_t nchunks = 1;
+    bool empty = false;
+    size_t inner_elems = 1;
+    for (unsigned d = 0; d < decoded->ndim; d++) {
+        yajl_val v = cs->u.array.values[d];
+        if (!YAJL_IS_INTEGER(v) || strpbrk(v->u.number.r, ".eE") || v->u.number.i <= 0)
+            return zf_fail(err, ZF_ERR_INVALID,
+                           "sharding_indexed: \"chunk_shape\": expected a list of positive "
+                           "integers");
+        uint64_t c = (uint64_t)v->u.number.i;
+        if (decoded->shape[d] % c)
+            return zf_fail(err, ZF_ERR_INVALID,
+                           "sharding_indexed: \"chunk_shape\": %llu does not divide the shard's "
+                           "%llu elements along dimension %u",
+                           (unsigned long long)c, (unsigned long long)decoded->shape[d], d);
+        s->chunk_shape[d] = c;
+        s->cps[d] = decoded->shape[d] / c;
+        if (s->cps[d] == 0)
+            empty = true;
+        else if (nchunks > MAX_INNER_CHUNKS / s->cps[d])
+            nchunks = MAX_INNER_CHUNKS + 1;
+        else
+            nchunks *= s->cps[d];
+        if (c > SIZE_MAX / inner_elems)
+            return zf_fail(err, ZF_ERR_INVALID, "sharding_indexed: inner chunk too large");
+        inner_elems *= (size_t)c;
+    }
+    if (empty)
+        nchunks = 0;
+    if (nchunks > MAX_INNER_CHUNKS)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "sharding_indexed: more than %llu inner chunks per shard",
+                       (unsigned long long)MAX_INNER_CHUNKS);
+    size_t is = decoded->dtype.itemsize;
+    if (is && inner_elems > SIZE_MAX / is)
+        return zf_fail(err, ZF_ERR_INVALID, "sharding_indexed: inner chunk too large");
+    s->nchunks = nchunks;
+    zf_chunk_repr *r = &s->inner_repr;
+    memset(r, 0, sizeof *r);
+    r->ndim = decoded->ndim;
+    memcpy(r->shape, s->chunk_shape, decoded->ndim * sizeof r->shape[0]);
+    r->dtype = decoded->dtype;
+    r->nbytes = inner_elems * is;
+    return ZF_OK;
+}
+
+zf_status zf_codec_sharding_new(yajl_val cfg, const zf_chunk_repr *decoded,
+                                const uint8_t *fill_value, unsigned depth, zf_codec **out,
+                                zf_err *err)
+{
+    static const char *const keys[] = {"chunk_shape", "codecs", "index_codecs", "index_location",
+                                       NULL};
+    *out = NULL;
+    if (!cfg)
+        return zf_fail(err, ZF_ERR_INVALID, "sharding_indexed: \"configuration\": missing");
+    zf_status st = zf_v3_check_keys(cfg, "sharding_indexed", keys, err);
+    if (st != ZF_OK)
+        return st;
+    if (decoded->nbytes == ZF_SIZE_UNKNOWN)
+        return zf_fail(err, ZF_ERR_INVALID, "sharding_indexed: the shard's size is unknown");
+    if (decoded->ndim + 1 > ZF_MAX_DIMS)
+        return zf_fail(err, ZF_ERR_UNSUPPORTED,
+                       "sharding_indexed: %u dimensions, at most %d with sharding",
+                       decoded->ndim, ZF_MAX_DIMS - 1);
+    const char *loc;
+    if ((st = zf_cfg_string(cfg, "sharding_indexed", "index_location", false, &loc, err)))
+        return st;
+    if (loc && strcmp(loc, "start") && strcmp(loc, "end"))
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "sharding_indexed: \"index_location\": expected \"start\" or \"end\"");
+    yajl_val codecs = zf_cfg_get(cfg, "codecs"), index_codecs = zf_cfg_get(cfg, "index_codecs");
+    if (!codecs)
+        return zf_fail(err, ZF_ERR_INVALID, "sharding_indexed: \"codecs\": missing");
+    if (!index_codecs)
+        return zf_fail(err, ZF_ERR_INVALID, "sharding_indexed: \"index_codecs\": missing");
+
+    sharding_codec *s = zf_codec_alloc(sizeof *s, &sharding_ops);
+    if (!s)
+        return ZF_ERR_NOMEM;
+    s->ndim = decoded->ndim;
+    memcpy(s->shard_shape, decoded->shape, decoded->ndim * sizeof decoded->shape[0]);
+    s->shard_nbytes = decoded->nbytes;
+    s->index_at_end = !loc || loc[0] == 'e';
+    size_t is = decoded->dtype.itemsize;
+    if ((st = parse_chunk_shape(s, zf_cfg_get(cfg, "chunk_shape"), decoded, err)) != ZF_OK)
+        goto fail;
+    if (!(s->fill = calloc(1, is ? is : 1))) {
+        st = ZF_ERR_NOMEM;
+        goto fail;
+    }
+    if (fill_value && is)
+        memcpy(s->fill, fill_value, is);
+    st = zf_chain_from_v3_at(codecs, ZF_CODECS_V3, &s->inner_repr, s->fill, depth + 1, &s->inner,
+                             err);
+    if (st != ZF_OK) {
+        zf_err_prefix(err, "sharding_indexed: \"codecs\"");
+        goto fail;
+    }
+    /* The index: shape chunks_per_shard + [2], uint64 little-endian (the representation the
+     * index codecs encode; "Binary shard format"). */
+    zf_chunk_repr *ir = &s->index_repr;
+    ir->ndim = s->ndim + 1;
+    memcpy(ir->shape, s->cps, s->ndim * sizeof s->cps[0]);
+    ir->shape[s->ndim] = 2;
+    ir->dtype.kind = 'u';
+    ir->dtype.byteorder = '<';
+    ir->dtype.itemsize = 8;
+    ir->nbytes = (size_t)s->nchunks * 16;
+    static const uint8_t zero8[8];
+    st = zf_chain_from_v3_at(index_codecs, ZF_CODECS_V3, ir, zero8, depth + 1, &s->index, err);
+    if (st != ZF_OK) {
+        zf_err_prefix(err, "sharding_indexed: \"index_codecs\"");
+        goto fail;
+    }
+    if ((st = index_size(s, err)) != ZF_OK)
+        goto fail;
+    *out = &s->base;
+    return ZF_OK;
+fail:
+    sharding_destroy(&s->base);
+    return st;
+}

@@ -1,0 +1,712 @@
+/* v3.c — codec lists of Zarr v3 ("codecs") and of the May 2022 draft, and the October 2020
+ * draft's "compressor".
+ *
+ * Zarr v3 core, "Codecs": the list is zero or more array -> array codecs, exactly one
+ * array -> bytes codec, then zero or more bytes -> bytes codecs; "Determination of encoded
+ * representations": each codec is built for, and resolved against, the representation the
+ * codecs before it produce (resolve forwards), so a transpose knows its dimensions, a bytes codec
+ * its data type and a sharding codec its shard shape.
+ *
+ * Each codec is an extension object (core "Extension definition"): {"name": N,
+ * "configuration": {...}} or, since v3.1 ("Short-hand names"), the bare string N.
+ * "must_understand": an object may say "must_understand": false when "implementations can ignore
+ * its presence"; an implementation must fail on anything it does not recognise unless so marked.
+ * For a codec that means: a codec zarrfs does not know, marked must_understand: false, is left out
+ * of the chain (decoded as if absent); a known codec is used whatever the flag says; an unknown
+ * codec without the flag is ZF_ERR_UNSUPPORTED. Members of a codec object other than name,
+ * configuration and must_understand are refused (the rule above), as are unknown fields of
+ * the configuration of the codecs defined in ../shared/specs/v3/codecs.
+ *
+ * Names (ZF_CODECS_V3): bytes (and "endian", its name before v3 was accepted), transpose, gzip,
+ * zstd, blosc, crc32c, sharding_indexed, and zarr-python 3's "numcodecs.<id>" for every
+ * numcodecs id registry.c serves: the configuration is numcodecs' own without "id"
+ * (numcodecs.zarr3 builds {"id": <id>, **configuration}). numcodecs.zarr3 makes delta,
+ * fixedscaleoffset, astype, quantize, bitround and packbits array -> array codecs and the
+ * compressors, shuffle and the checksums bytes -> bytes codecs; categorize (a -> a) and base64
+ * (b -> b) are accepted by their nature although numcodecs.zarr3 does not list them.
+ *
+ * The May 2022 draft (ZF_CODECS_DRAFT_2022), "Array metadata", "codecs": objects naming their
+ * codec by URI, under "codec" (the key of the October 2020 draft's codec objects) or "type" (the
+ * key the 2022 draft's own text and examples use), with an optional "configuration" (and
+ * "must_understand", treated as in v3); URIs https://purl.org/zarr/spec/codec/<name>/1.0 (the
+ * draft's examples spell it .../codecs/...; both are accepted) for gzip, blosc, endian and
+ * transpose; other URIs are ZF_ERR_UNSUPPORTED by URI. The
+ * draft has no mandatory array -> bytes codec: "Conversion between multi-dimensional array and
+ * byte string representations" converts with "the default binary representation of each
+ * element", which "Data types" defines as little endian ("While the default binary
+ * representation is little endian, the endian codec may be specified to use big endian
+ * encoding instead"; the endian codec spec of the time: "specifying this codec with endian
+ * equal to "little" is equivalent to omitting this codec"). So a draft list without an endian
+ * codec gets an implicit little-endian bytes codec before its first bytes -> bytes codec (or at
+ * the end). The transpose codec's draft spec of the time says implementations "must fail if this
+ * codec is specified immediately after another codec that produces a byte string", so array ->
+ * array codecs after the conversion are refused as in v3; its order may be a permutation or
+ * "C" (identity) or "F" (reversed axes). */
+#include <stdio.h>
+#include <string.h>
+
+#include "codec_impl.h"
+
+#define NUMCODECS_PREFIX "numcodecs."
+
+zf_status zf_v3_check_keys(yajl_val cfg, const char *codec, const char *const *allowed,
+                           zf_err *err)
+{
+    if (!cfg)
+        return ZF_OK;
+    if (!YAJL_IS_OBJECT(cfg))
+        return zf_fail(err, ZF_ERR_INVALID, "%s: \"configuration\": expected an object", codec);
+    for (size_t i = 0; i < cfg->u.object.len; i++) {
+        const char *k = cfg->u.object.keys[i];
+        bool ok = false;
+        for (size_t j = 0; allowed[j] && !ok; j++)
+            ok = strcmp(k, allowed[j]) == 0;
+        if (!ok)
+            return zf_fail(err, ZF_ERR_INVALID, "%s: \"%.100s\": unknown configuration field",
+                           codec, k);
+    }
+    return ZF_OK;
+}
+
+/* --- synthesised numcodecs configuration objects --- */
+
+/* A JSON object borrowing the values of another plus a few of its own, for the numcodecs
+ * constructors (which only read it). */
+typedef struct synth {
+    struct yajl_val_s obj;
+    const char **keys;
+    yajl_val *vals;
+    struct yajl_val_s own[6];
+    char text[6][24];
+    unsigned nown;
+} synth;
+
+static bool synth_init(synth *s, size_t cap)
+{
+    memset(s, 0, sizeof *s);
+    s->obj.type = yajl_t_object;
+    s->keys = malloc((cap ? cap : 1) * sizeof *s->keys);
+    s->vals = malloc((cap ? cap : 1) * sizeof *s->vals);
+    s->obj.u.object.keys = s->keys;
+    s->obj.u.object.values = s->vals;
+    return s->keys && s->vals;
+}
+
+static void synth_free(synth *s)
+{
+    free(s->keys);
+    free(s->vals);
+}
+
+static void synth_add(synth *s, const char *key, yajl_val v)
+{
+    size_t n = s->obj.u.object.len++;
+    s->keys[n] = key;
+    s->vals[n] = v;
+}
+
+static void synth_add_string(synth *s, const char *key, char *str)
+{
+    yajl_val v = &s->own[s->nown++];
+    v->type = yajl_t_string;
+    v->u.string = str;
+    synth_add(s, key, v);
+}
+
+static void synth_add_int(synth *s, const char *key, long long i)
+{
+    char *t = s->text[s->nown];
+    yajl_val v = &s->own[s->nown++];
+    snprintf(t, sizeof s->text[0], "%lld", i);
+    v->type = yajl_t_number;
+    v->u.number.i = i;
+    v->u.number.d = (double)i;
+    v->u.number.r = t;
+    v->u.number.flags = YAJL_NUMBER_INT_VALID | YAJL_NUMBER_DOUBLE_VALID;
+    synth_add(s, key, v);
+}
+
+/* zf_codec_from_v2 on {"id": id, ...cfg} (cfg's own "id", if any, is ignored). On
+ * ZF_ERR_UNSUPPORTED the message names `shown` (the name as the metadata wrote it). */
+static zf_status from_numcodecs(char *id, yajl_val cfg, const char *shown, zf_codec **out,
+                                zf_err *err)
+{
+    *out = NULL;
+    if (cfg && !YAJL_IS_OBJECT(cfg))
+        return zf_fail(err, ZF_ERR_INVALID, "%.200s: \"configuration\": expected an object",
+                       shown);
+    size_t n = cfg ? cfg->u.object.len : 0;
+    synth s;
+    if (!synth_init(&s, n + 1)) {
+        synth_free(&s);
+        return ZF_ERR_NOMEM;
+    }
+    synth_add_string(&s, "id", id);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(cfg->u.object.keys[i], "id") != 0)
+            synth_add(&s, cfg->u.object.keys[i], cfg->u.object.values[i]);
+    zf_err e = {""};
+    zf_status st = zf_codec_from_v2(&s.obj, out, &e);
+    synth_free(&s);
+    if (st == ZF_ERR_UNSUPPORTED) {
+        const char *why = strstr(e.msg, " (");
+        return zf_fail(err, st, "codec \"%.200s\" is not supported%s", shown, why ? why : "");
+    }
+    if (st != ZF_OK && err)
+        *err = e;
+    return st;
+}
+
+/* numcodecs.zarr3's kind of each numcodecs id (shuffle and the checksums work on bytes there,
+ * whatever registry.c's codec says); NULL kind pointer when the id is not listed. */
+static const struct {
+    const char *id;
+    zf_codec_kind kind;
+} numcodecs_kinds[] = {
+    {"delta", ZF_CODEC_ARRAY_TO_ARRAY},     {"fixedscaleoffset", ZF_CODEC_ARRAY_TO_ARRAY},
+    {"astype", ZF_CODEC_ARRAY_TO_ARRAY},    {"quantize", ZF_CODEC_ARRAY_TO_ARRAY},
+    {"bitround", ZF_CODEC_ARRAY_TO_ARRAY},  {"packbits", ZF_CODEC_ARRAY_TO_ARRAY},
+    {"categorize", ZF_CODEC_ARRAY_TO_ARRAY}, {"zlib", ZF_CODEC_BYTES_TO_BYTES},
+    {"gzip", ZF_CODEC_BYTES_TO_BYTES},      {"bz2", ZF_CODEC_BYTES_TO_BYTES},
+    {"lzma", ZF_CODEC_BYTES_TO_BYTES},      {"zstd", ZF_CODEC_BYTES_TO_BYTES},
+    {"lz4", ZF_CODEC_BYTES_TO_BYTES},       {"blosc", ZF_CODEC_BYTES_TO_BYTES},
+    {"shuffle", ZF_CODEC_BYTES_TO_BYTES},   {"crc32", ZF_CODEC_BYTES_TO_BYTES},
+    {"adler32", ZF_CODEC_BYTES_TO_BYTES},   {"crc32c", ZF_CODEC_BYTES_TO_BYTES},
+    {"base64", ZF_CODEC_BYTES_TO_BYTES},    {"fletcher32", ZF_CODEC_BYTES_TO_BYTES},
+    {"jenkins_lookup3", ZF_CODEC_BYTES_TO_BYTES}, {"pcodec", ZF_CODEC_ARRAY_TO_BYTES},
+    {"zfpy", ZF_CODEC_ARRAY_TO_BYTES},
+};
+
+static bool numcodecs_kind(const char *id, zf_codec_kind *kind)
+{
+    for (size_t i = 0; i < sizeof numcodecs_kinds / sizeof numcodecs_kinds[0]; i++)
+        if (strcmp(id, numcodecs_kinds[i].id) == 0) {
+            *kind = numcodecs_kinds[i].kind;
+            return true;
+        }
+    return false;
+}
+
+/* A numcodecs codec in a v3 chain: the v3 kind, and for array -> array codecs the chunk's shape
+ * kept when the element count is (zarr-python 3 keeps the chunk spec's shape: the dtype filters
+ * work on the flat buffer, which is the same elements in C order), so a transpose may follow. */
+typedef struct numcodecs_v3 {
+    zf_codec base;
+    zf_codec_ops ops; /* base.ops: the inner codec's name, its decoded_size, the v3 kind */
+    zf_codec *inner;
+} numcodecs_v3;
+
+static zf_status nc_resolve(const zf_codec *c, const zf_chunk_repr *decoded,
+                            zf_chunk_repr *encoded, zf_err *err)
+{
+    const numcodecs_v3 *w = (const numcodecs_v3 *)c;
+    zf_status st = w->inner->ops->resolve(w->inner, decoded, encoded, err);
+    if (st != ZF_OK || w->ops.kind != ZF_CODEC_ARRAY_TO_ARRAY || encoded->ndim != 1 ||
+        decoded->ndim == 1 || encoded->nbytes == ZF_SIZE_UNKNOWN)
+        return st;
+    uint64_t n = 1;
+    for (unsigned i = 0; i < decoded->ndim; i++)
+        n *= decoded->shape[i]; /* no overflow: decoded->nbytes is known */
+    if (n == encoded->shape[0]) {
+        encoded->ndim = decoded->ndim;
+        memcpy(encoded->shape, decoded->shape, decoded->ndim * sizeof decoded->shape[0]);
+    }
+    return ZF_OK;
+}
+
+static zf_status nc_decode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                           size_t in_len, uint8_t *out, size_t out_len, zf_err *err)
+{
+    const numcodecs_v3 *w = (const numcodecs_v3 *)c;
+    return w->inner->ops->decode(w->inner, decoded, in, in_len, out, out_len, err);
+}
+
+static zf_status nc_decoded_size(const zf_codec *c, const uint8_t *in, size_t in_len,
+                                 size_t *out_len, zf_err *err)
+{
+    const numcodecs_v3 *w = (const numcodecs_v3 *)c;
+    return w->inner->ops->decoded_size(w->inner, in, in_len, out_len, err);
+}
+
+static void nc_destroy(zf_codec *c)
+{
+    numcodecs_v3 *w = (numcodecs_v3 *)c;
+    zf_codec_free(w->inner);
+    free(w);
+}
+
+static zf_status numcodecs_new(char *name, yajl_val cfg, zf_codec **out, zf_err *err)
+{
+    char *id = name + strlen(NUMCODECS_PREFIX);
+    zf_codec *inner;
+    zf_status st = from_numcodecs(id, cfg, name, &inner, err);
+    if (st != ZF_OK)
+        return st;
+    numcodecs_v3 *w = calloc(1, sizeof *w);
+    if (!w) {
+        zf_codec_free(inner);
+        return ZF_ERR_NOMEM;
+    }
+    w->inner = inner;
+    w->ops.name = inner->ops->name;
+    if (!numcodecs_kind(id, &w->ops.kind))
+        w->ops.kind = inner->ops->kind;
+    w->ops.resolve = nc_resolve;
+    w->ops.decode = nc_decode;
+    w->ops.destroy = nc_destroy;
+    w->ops.decoded_size = inner->ops->decoded_size ? nc_decoded_size : NULL;
+    w->base.ops = &w->ops;
+    *out = &w->base;
+    return ZF_OK;
+}
+
+/* --- the codecs of ../shared/specs/v3/codecs --- */
+
+static zf_status transpose_new(yajl_val cfg, const zf_chunk_repr *cur, zf_codec **out,
+                               zf_err *err)
+{
+    static const char *const keys[] = {"order", NULL};
+    zf_status st = zf_v3_check_keys(cfg, "transpose", keys, err);
+    if (st != ZF_OK)
+        return st;
+    yajl_val order = zf_cfg_get(cfg, "order");
+    unsigned nd = cur->ndim, perm[ZF_MAX_DIMS];
+    if (!order)
+        return zf_fail(err, ZF_ERR_INVALID, "transpose: \"order\": missing");
+    if (YAJL_IS_STRING(order) &&
+        (strcmp(order->u.string, "C") == 0 || strcmp(order->u.string, "F") == 0)) {
+        /* Transpose codec as first published (and the 2022 draft): "C" is the identity, "F"
+         * the reversed axes. The accepted spec dropped both ("Changes after acceptance"). */
+        bool f = order->u.string[0] == 'F';
+        for (unsigned i = 0; i < nd; i++)
+            perm[i] = f ? nd - 1 - i : i;
+    } else if (YAJL_IS_ARRAY(order)) {
+        size_t n = order->u.array.len;
+        if (n != nd)
+            return zf_fail(err, ZF_ERR_INVALID,
+                           "transpose: \"order\": %zu entries for an array of %u dimensions", n,
+                           nd);
+        for (size_t i = 0; i < n; i++) {
+            yajl_val v = order->u.array.values[i];
+            if (!YAJL_IS_INTEGER(v) || v->u.number.i < 0 || v->u.number.i >= (long long)nd ||
+                strpbrk(v->u.number.r, ".eE"))
+                return zf_fail(err, ZF_ERR_INVALID,
+                               "transpose: \"order\": expected a permutation of 0..%u",
+                               nd ? nd - 1 : 0);
+            perm[i] = (unsigned)v->u.number.i;
+        }
+    } else {
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "transpose: \"order\": expected a list of dimension indices");
+    }
+    return zf_codec_transpose_new(nd, perm, out, err);
+}
+
+static zf_status gzip_new(yajl_val cfg, zf_codec **out, zf_err *err)
+{
+    /* gzip codec, "Configuration parameters": level, an integer from 0 to 9. */
+    static const char *const keys[] = {"level", NULL};
+    long long level;
+    zf_status st;
+    if ((st = zf_v3_check_keys(cfg, "gzip", keys, err)) ||
+        (st = zf_cfg_int(cfg, "gzip", "level", false, false, 1, 0, 9, &level, err)))
+        return st;
+    return zf_codec_gzip_new(cfg, out, err);
+}
+
+static zf_status zstd_new(yajl_val cfg, zf_codec **out, zf_err *err)
+{
+    /* zstd codec: level from -131072 to 22; checksum (optional) a boolean. */
+    static const char *const keys[] = {"level", "checksum", NULL};
+    long long level;
+    zf_status st;
+    if ((st = zf_v3_check_keys(cfg, "zstd", keys, err)) ||
+        (st = zf_cfg_int(cfg, "zstd", "level", false, false, 0, -131072, 22, &level, err)))
+        return st;
+    yajl_val ck = zf_cfg_get(cfg, "checksum");
+    if (ck && !YAJL_IS_TRUE(ck) && !YAJL_IS_FALSE(ck))
+        return zf_fail(err, ZF_ERR_INVALID, "zstd: \"checksum\": expected true or false");
+    return zf_codec_zstd_new(cfg, out, err);
+}
+
+/* blosc codec, "Configuration parameters" (v3 form): cname one of c-blosc's compressors,
+ * clevel 0..9, shuffle "noshuffle" | "shuffle" | "bitshuffle", typesize a positive integer
+ * "required unless shuffle is noshuffle", blocksize >= 0. The draft of 2022 still used
+ * numcodecs' integer shuffle (-1, 0, 1, 2), accepted there. Decoding needs none of them:
+ * each buffer's header says how it was made. */
+static zf_status blosc_new(yajl_val cfg, zf_codec_dialect dialect, zf_codec **out, zf_err *err)
+{
+    static const char *const keys[] = {"cname", "clevel", "shuffle", "typesize", "blocksize",
+                                       NULL};
+    static const char *const cnames[] = {"blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd"};
+    static const char *const shuffles[] = {"noshuffle", "shuffle", "bitshuffle"};
+    const char *cname;
+    long long clevel, typesize, blocksize, shuffle = -2;
+    zf_status st;
+    if ((st = zf_v3_check_keys(cfg, "blosc", keys, err)) ||
+        (st = zf_cfg_string(cfg, "blosc", "cname", false, &cname, err)) ||
+        (st = zf_cfg_int(cfg, "blosc", "clevel", false, false, 5, 0, 9, &clevel, err)) ||
+        (st = zf_cfg_int(cfg, "blosc", "typesize", false, false, 0, 1, INT32_MAX, &typesize,
+                         err)) ||
+        (st = zf_cfg_int(cfg, "blosc", "blocksize", false, false, 0, 0, INT32_MAX, &blocksize,
+                         err)))
+        return st;
+    if (cname) {
+        bool ok = false;
+        for (size_t i = 0; i < sizeof cnames / sizeof cnames[0] && !ok; i++)
+            ok = strcmp(cname, cnames[i]) == 0;
+        if (!ok)
+            return zf_fail(err, ZF_ERR_INVALID,
+                           "blosc: \"cname\": \"%.100s\" is not one of blosclz, lz4, lz4hc, "
+                           "snappy, zlib, zstd",
+                           cname);
+    }
+    yajl_val sh = zf_cfg_get(cfg, "shuffle");
+    if (sh && YAJL_IS_STRING(sh)) {
+        for (size_t i = 0; i < 3; i++)
+            if (strcmp(sh->u.string, shuffles[i]) == 0)
+                shuffle = (long long)i;
+        if (shuffle < 0)
+            return zf_fail(err, ZF_ERR_INVALID,
+                           "blosc: \"shuffle\": expected \"noshuffle\", \"shuffle\" or "
+                           "\"bitshuffle\"");
+    } else if (sh && dialect == ZF_CODECS_DRAFT_2022) {
+        if ((st = zf_cfg_int(cfg, "blosc", "shuffle", false, false, 0, -1, 2, &shuffle, err)))
+            return st;
+    } else if (sh) {
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "blosc: \"shuffle\": expected \"noshuffle\", \"shuffle\" or "
+                       "\"bitshuffle\"");
+    }
+    if (dialect == ZF_CODECS_V3 && shuffle > 0 && !zf_cfg_get(cfg, "typesize"))
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "blosc: \"typesize\": missing (required unless shuffle is \"noshuffle\")");
+    /* The numcodecs form, for the constructor (it keeps them for encoding). */
+    synth s;
+    if (!synth_init(&s, 6)) {
+        synth_free(&s);
+        return ZF_ERR_NOMEM;
+    }
+    static char id[] = "blosc";
+    synth_add_string(&s, "id", id);
+    if (cname)
+        synth_add(&s, "cname", zf_cfg_get(cfg, "cname"));
+    synth_add_int(&s, "clevel", clevel);
+    if (shuffle >= -1)
+        synth_add_int(&s, "shuffle", shuffle);
+    synth_add_int(&s, "blocksize", blocksize);
+    if (typesize > 0 && typesize < 256) /* the header holds one byte; else blosc uses 1 */
+        synth_add_int(&s, "typesize", typesize);
+    st = zf_codec_blosc_new(&s.obj, out, err);
+    synth_free(&s);
+    return st;
+}
+
+static zf_status crc32c_new(yajl_val cfg, zf_codec **out, zf_err *err)
+{
+    static const char *const keys[] = {NULL};
+    zf_status st = zf_v3_check_keys(cfg, "crc32c", keys, err);
+    if (st != ZF_OK)
+        return st;
+    return zf_codec_crc32c_new(NULL, out, err);
+}
+
+/* --- the list --- */
+
+/* One entry of the list: the codec's name (v3) or URI (2022 draft), its configuration and
+ * whether it may be ignored when unknown. */
+typedef struct entry {
+    char *name;     /* as written */
+    const char *id; /* v3: the name; draft: <name> of the URI, or NULL when not of that form */
+    char idbuf[64];
+    yajl_val cfg;   /* NULL when absent */
+    bool must_understand;
+} entry;
+
+static const char *const draft_uri_prefixes[] = {
+    "https://purl.org/zarr/spec/codec/",
+    "https://purl.org/zarr/spec/codecs/",
+};
+
+static zf_status parse_entry(yajl_val v, zf_codec_dialect dialect, size_t i, entry *e,
+                             zf_err *err)
+{
+    memset(e, 0, sizeof *e);
+    e->must_understand = true;
+    if (dialect == ZF_CODECS_V3 && YAJL_IS_STRING(v)) { /* short-hand name */
+        e->name = v->u.string;
+        e->id = e->name;
+        return ZF_OK;
+    }
+    if (!YAJL_IS_OBJECT(v))
+        return zf_fail(err, ZF_ERR_INVALID, "codecs[%zu]: expected a codec object", i);
+    const char *key = dialect == ZF_CODECS_V3 ? "name" : "codec";
+    for (size_t k = 0; k < v->u.object.len; k++) {
+        const char *m = v->u.object.keys[k];
+        yajl_val x = v->u.object.values[k];
+        if (strcmp(m, key) == 0 || (dialect == ZF_CODECS_DRAFT_2022 && strcmp(m, "type") == 0)) {
+            if (!YAJL_IS_STRING(x))
+                return zf_fail(err, ZF_ERR_INVALID, "codecs[%zu]: \"%s\": expected a string", i,
+                               m);
+            if (e->name)
+                return zf_fail(err, ZF_ERR_INVALID,
+                               "codecs[%zu]: both \"codec\" and \"type\" name the codec", i);
+            e->name = x->u.string;
+        } else if (strcmp(m, "configuration") == 0) {
+            if (!YAJL_IS_OBJECT(x))
+                return zf_fail(err, ZF_ERR_INVALID,
+                               "codecs[%zu]: \"configuration\": expected an object", i);
+            e->cfg = x;
+        } else if (strcmp(m, "must_understand") == 0) {
+            if (!YAJL_IS_TRUE(x) && !YAJL_IS_FALSE(x))
+                return zf_fail(err, ZF_ERR_INVALID,
+                               "codecs[%zu]: \"must_understand\": expected true or false", i);
+            e->must_understand = YAJL_IS_TRUE(x);
+        } else {
+            return zf_fail(err, ZF_ERR_INVALID, "codecs[%zu]: \"%.100s\": unknown member", i, m);
+        }
+    }
+    if (!e->name)
+        return zf_fail(err, ZF_ERR_INVALID, "codecs[%zu]: \"%s\": missing", i, key);
+    if (dialect == ZF_CODECS_V3) {
+        e->id = e->name;
+        return ZF_OK;
+    }
+    for (size_t p = 0; p < 2; p++) {
+        size_t pl = strlen(draft_uri_prefixes[p]);
+        if (strncmp(e->name, draft_uri_prefixes[p], pl) != 0)
+            continue;
+        const char *rest = e->name + pl, *slash = strchr(rest, '/');
+        if (slash && strcmp(slash, "/1.0") == 0 && (size_t)(slash - rest) < sizeof e->idbuf) {
+            memcpy(e->idbuf, rest, (size_t)(slash - rest));
+            e->id = e->idbuf;
+        }
+    }
+    return ZF_OK;
+}
+
+/* The kind of a codec known by name (before building it: sharding and bytes need an array). */
+static bool kind_by_name(const entry *e, zf_codec_dialect dialect, zf_codec_kind *kind)
+{
+    static const struct {
+        const char *id;
+        zf_codec_kind kind;
+        bool draft; /* also in the 2022 draft */
+    } names[] = {
+        {"bytes", ZF_CODEC_ARRAY_TO_BYTES, false},
+        {"endian", ZF_CODEC_ARRAY_TO_BYTES, true},
+        {"sharding_indexed", ZF_CODEC_ARRAY_TO_BYTES, false},
+        {"transpose", ZF_CODEC_ARRAY_TO_ARRAY, true},
+        {"gzip", ZF_CODEC_BYTES_TO_BYTES, true},
+        {"blosc", ZF_CODEC_BYTES_TO_BYTES, true},
+        {"zstd", ZF_CODEC_BYTES_TO_BYTES, false},
+        {"crc32c", ZF_CODEC_BYTES_TO_BYTES, false},
+    };
+    if (!e->id)
+        return false;
+    if (dialect == ZF_CODECS_V3 && strncmp(e->id, NUMCODECS_PREFIX, strlen(NUMCODECS_PREFIX)) == 0)
+        return numcodecs_kind(e->id + strlen(NUMCODECS_PREFIX), kind);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(e->id, names[i].id) == 0 && (dialect == ZF_CODECS_V3 || names[i].draft)) {
+            *kind = names[i].kind;
+            return true;
+        }
+    return false;
+}
+
+static bool is_known(const entry *e, zf_codec_dialect dialect)
+{
+    zf_codec_kind k;
+    if (dialect == ZF_CODECS_V3 && e->id &&
+        strncmp(e->id, NUMCODECS_PREFIX, strlen(NUMCODECS_PREFIX)) == 0)
+        return true; /* registry.c says whether it serves it */
+    return kind_by_name(e, dialect, &k);
+}
+
+static zf_status build(const entry *e, zf_codec_dialect dialect, const zf_chunk_repr *cur,
+                       const uint8_t *fill, unsigned depth, zf_codec **out, zf_err *err)
+{
+    const char *id = e->id;
+    *out = NULL;
+    if (dialect == ZF_CODECS_V3 && strncmp(id, NUMCODECS_PREFIX, strlen(NUMCODECS_PREFIX)) == 0)
+        return numcodecs_new(e->name, e->cfg, out, err);
+    if (strcmp(id, "bytes") == 0 || strcmp(id, "endian") == 0)
+        return zf_codec_bytes_new(e->cfg, id, cur, out, err);
+    if (strcmp(id, "transpose") == 0)
+        return transpose_new(e->cfg, cur, out, err);
+    if (strcmp(id, "gzip") == 0)
+        return gzip_new(e->cfg, out, err);
+    if (strcmp(id, "zstd") == 0)
+        return zstd_new(e->cfg, out, err);
+    if (strcmp(id, "blosc") == 0)
+        return blosc_new(e->cfg, dialect, out, err);
+    if (strcmp(id, "crc32c") == 0)
+        return crc32c_new(e->cfg, out, err);
+    if (strcmp(id, "sharding_indexed") == 0)
+        return zf_codec_sharding_new(e->cfg, cur, fill, depth, out, err);
+    return zf_fail(err, ZF_ERR_UNSUPPORTED, "codec \"%.200s\" is not supported", e->name);
+}
+
+/* Core "Codecs": zero or more array -> array codecs, exactly one array -> bytes codec, then
+ * zero or more bytes -> bytes codecs. stage: the kind of the codecs allowed so far. */
+static zf_status check_order(zf_codec_kind kind, zf_codec_kind stage, const char *name,
+                             const char *a2b, zf_err *err)
+{
+    if (kind == ZF_CODEC_ARRAY_TO_ARRAY && stage != ZF_CODEC_ARRAY_TO_ARRAY)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "codecs: \"%.100s\" (array -> array) follows the array -> bytes codec "
+                       "\"%.100s\"",
+                       name, a2b ? a2b : "");
+    if (kind == ZF_CODEC_ARRAY_TO_BYTES && stage != ZF_CODEC_ARRAY_TO_ARRAY)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "codecs: two array -> bytes codecs, \"%.100s\" and \"%.100s\"",
+                       a2b ? a2b : "", name);
+    if (kind == ZF_CODEC_BYTES_TO_BYTES && stage == ZF_CODEC_ARRAY_TO_ARRAY)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "codecs: \"%.100s\" (bytes -> bytes) comes before the array -> bytes "
+                       "codec",
+                       name);
+    return ZF_OK;
+}
+
+/* Append c (resolved against *cur, which becomes its encoded representation). Frees c on
+ * failure. */
+static zf_status add(zf_codec_chain *chain, zf_codec *c, zf_chunk_repr *cur, zf_err *err)
+{
+    zf_chunk_repr next;
+    zf_status st = c->ops->resolve(c, cur, &next, err);
+    if (st == ZF_OK && (st = zf_chain_append(chain, c)) == ZF_OK) {
+        *cur = next;
+        return ZF_OK;
+    }
+    zf_codec_free(c);
+    return st;
+}
+
+zf_status zf_chain_from_v3_at(yajl_val codecs, zf_codec_dialect dialect,
+                              const zf_chunk_repr *decoded, const uint8_t *fill_value,
+                              unsigned depth, zf_codec_chain *out, zf_err *err)
+{
+    out->n = 0;
+    out->codecs = NULL;
+    if (depth > ZF_V3_MAX_DEPTH)
+        return zf_fail(err, ZF_ERR_UNSUPPORTED, "codecs nested more than %d levels deep",
+                       ZF_V3_MAX_DEPTH);
+    /* 2022 draft: "An absent codecs member is equivalent to specifying an empty list". */
+    bool absent_ok = dialect == ZF_CODECS_DRAFT_2022 && !codecs;
+    if (!absent_ok && !YAJL_IS_ARRAY(codecs))
+        return zf_fail(err, ZF_ERR_INVALID, "codecs: expected a list of codec objects");
+    size_t n = codecs ? codecs->u.array.len : 0;
+    zf_chunk_repr cur = *decoded;
+    zf_codec_kind stage = ZF_CODEC_ARRAY_TO_ARRAY; /* what the list may hold next, at least */
+    const char *a2b = NULL;                        /* the array -> bytes codec's name */
+    zf_status st = ZF_OK;
+    for (size_t i = 0; i < n && st == ZF_OK; i++) {
+        entry e;
+        if ((st = parse_entry(codecs->u.array.values[i], dialect, i, &e, err)) != ZF_OK)
+            break;
+        if (!is_known(&e, dialect)) {
+            if (!e.must_understand)
+                continue; /* core "must_understand": may be ignored */
+            st = zf_fail(err, ZF_ERR_UNSUPPORTED, "codec \"%.200s\" is not supported", e.name);
+            break;
+        }
+        zf_codec_kind kind;
+        bool named = kind_by_name(&e, dialect, &kind);
+        if (named && kind == ZF_CODEC_BYTES_TO_BYTES && stage == ZF_CODEC_ARRAY_TO_ARRAY &&
+            dialect == ZF_CODECS_DRAFT_2022) {
+            zf_codec *b; /* the draft's implicit default binary representation */
+            if ((st = zf_codec_bytes_make(false, &b)) != ZF_OK ||
+                (st = add(out, b, &cur, err)) != ZF_OK)
+                break;
+            stage = ZF_CODEC_BYTES_TO_BYTES;
+            a2b = "endian";
+        }
+        /* Check the order before building when the kind is known by name: a codec built for
+         * the wrong representation would only give a confusing message. */
+        zf_codec *c = NULL;
+        if (!named) {
+            if ((st = build(&e, dialect, &cur, fill_value, depth, &c, err)) != ZF_OK)
+                break;
+            kind = c->ops->kind;
+        }
+        st = check_order(kind, stage, e.name, a2b, err);
+        if (st == ZF_OK && named)
+            st = build(&e, dialect, &cur, fill_value, depth, &c, err);
+        if (st != ZF_OK) {
+            zf_codec_free(c);
+            break;
+        }
+        if ((st = add(out, c, &cur, err)) != ZF_OK)
+            break;
+        if (kind == ZF_CODEC_ARRAY_TO_BYTES)
+            a2b = e.name;
+        if (kind != ZF_CODEC_ARRAY_TO_ARRAY)
+            stage = ZF_CODEC_BYTES_TO_BYTES;
+    }
+    if (st == ZF_OK && stage == ZF_CODEC_ARRAY_TO_ARRAY) {
+        if (dialect == ZF_CODECS_DRAFT_2022) {
+            zf_codec *b;
+            if ((st = zf_codec_bytes_make(false, &b)) == ZF_OK)
+                st = add(out, b, &cur, err);
+        } else {
+            st = zf_fail(err, ZF_ERR_INVALID,
+                         "codecs: no array -> bytes codec (such as \"bytes\")");
+        }
+    }
+    if (st != ZF_OK)
+        zf_chain_clear(out);
+    return st;
+}
+
+zf_status zf_chain_from_v3(yajl_val codecs, zf_codec_dialect dialect,
+                           const zf_chunk_repr *decoded, const uint8_t *fill_value,
+                           zf_codec_chain *out, zf_err *err)
+{
+    return zf_chain_from_v3_at(codecs, dialect, decoded, fill_value, 0, out, err);
+}
+
+/* --- the October 2020 draft --- */
+
+/* core protocol draft 2020-10, "Array metadata", "compressor": {"codec": URI, "configuration":
+ * {...}}; zarr-python 2.13 writes https://purl.org/zarr/spec/codec/<numcodecs id>/1.0 with the
+ * numcodecs configuration minus its "id" (zarr/meta.py, _encode_codec_metadata), as GDAL did. */
+zf_status zf_codec_from_draft2020(yajl_val compressor, zf_codec **out, zf_err *err)
+{
+    static const char prefix[] = "https://purl.org/zarr/spec/codec/";
+    *out = NULL;
+    if (!YAJL_IS_OBJECT(compressor))
+        return zf_fail(err, ZF_ERR_INVALID, "compressor: expected a codec object");
+    yajl_val uri = NULL, cfg = NULL;
+    for (size_t k = 0; k < compressor->u.object.len; k++) {
+        const char *m = compressor->u.object.keys[k];
+        yajl_val x = compressor->u.object.values[k];
+        if (strcmp(m, "codec") == 0)
+            uri = x;
+        else if (strcmp(m, "configuration") == 0)
+            cfg = x;
+        else
+            return zf_fail(err, ZF_ERR_INVALID, "compressor: \"%.100s\": unknown member", m);
+    }
+    if (!uri)
+        return zf_fail(err, ZF_ERR_INVALID, "compressor: \"codec\": missing");
+    if (!YAJL_IS_STRING(uri))
+        return zf_fail(err, ZF_ERR_INVALID, "compressor: \"codec\": expected a URI string");
+    if (cfg && YAJL_IS_NULL(cfg))
+        cfg = NULL;
+    if (cfg && !YAJL_IS_OBJECT(cfg))
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "compressor: \"configuration\": expected an object");
+    const char *u = uri->u.string, *rest = NULL, *slash = NULL;
+    char id[64];
+    if (strncmp(u, prefix, strlen(prefix)) == 0) {
+        rest = u + strlen(prefix);
+        slash = strchr(rest, '/');
+    }
+    if (!slash || strcmp(slash, "/1.0") != 0 || slash == rest ||
+        (size_t)(slash - rest) >= sizeof id)
+        return zf_fail(err, ZF_ERR_UNSUPPORTED, "codec \"%.200s\" is not supported", u);
+    memcpy(id, rest, (size_t)(slash - rest));
+    id[slash - rest] = '\0';
+    return from_numcodecs(id, cfg, u, out, err);
+}
