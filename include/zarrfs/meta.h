@@ -31,7 +31,8 @@ typedef enum zf_node_kind { ZF_NODE_GROUP, ZF_NODE_ARRAY } zf_node_kind;
 
 /* How chunk coordinates become a key below the array's prefix. */
 /* Chunk key of coords (1, 2): v2 and v3 "v2" encoding "1.2" (0-d: "0"); v3 "default" encoding
- * "c/1/2" (0-d: "c"); both v3 drafts "c1/2" (0-d: "c"), i.e. prefix_joined. */
+ * "c/1/2" (0-d: "c"); both v3 drafts "c1/2", i.e. prefix_joined (0-d: "c" in the 2022 draft;
+ * "c0" as zarr-python 2.13 writes the 2020 draft, which the parser sets as the prefix). */
 typedef struct zf_chunk_key_encoding {
     char separator;      /* '.' or '/' */
     char prefix[8];      /* "" for v2; "c" for v3 default encoding and the drafts */

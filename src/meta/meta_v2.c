@@ -11,19 +11,11 @@
 #include "meta_impl.h"
 #include "zarrfs/json.h"
 
-#define FIELD_FAIL(err, key, field, ...)                                                     \
-    (zf_fail(err, ZF_ERR_INVALID, __VA_ARGS__), zf_err_prefix(err, "%s: \"%s\"", key, field), \
-     ZF_ERR_INVALID)
+#define FIELD_FAIL ZF_FIELD_FAIL
 
 static zf_status mark_unsupported(zf_node_meta *m, const char *why)
 {
-    if (m->unsupported == ZF_OK) {
-        m->unsupported = ZF_ERR_UNSUPPORTED;
-        m->unsupported_why = strdup(why);
-        if (!m->unsupported_why)
-            return ZF_ERR_NOMEM;
-    }
-    return ZF_OK;
+    return zf_meta_unsupported(m, "%s", why);
 }
 
 /* shape / chunks: a list of integers, each >= min. */
@@ -34,79 +26,14 @@ static zf_status parse_dims(const char *key, const char *field, yajl_val v, uint
                            : "expected a list of non-negative integers";
     if (!v)
         return FIELD_FAIL(err, key, field, "missing");
-    if (!YAJL_IS_ARRAY(v))
-        return FIELD_FAIL(err, key, field, "%s", what);
-    if (v->u.array.len > ZF_MAX_DIMS)
+    if (YAJL_IS_ARRAY(v) && v->u.array.len > ZF_MAX_DIMS)
         return FIELD_FAIL(err, key, field, "more than %d dimensions", ZF_MAX_DIMS);
-    for (size_t i = 0; i < v->u.array.len; i++) {
-        int64_t x;
-        if (!zf_json_int64(v->u.array.values[i], &x) || x < (int64_t)min)
-            return FIELD_FAIL(err, key, field, "%s", what);
-        dims[i] = (uint64_t)x;
-    }
-    *ndim = (unsigned)v->u.array.len;
+    if (!zf_meta_dims(v, min, ndim, dims))
+        return FIELD_FAIL(err, key, field, "%s", what);
     return ZF_OK;
 }
 
-/* Item size of a v2 data type: a typestr or a structured descr list (recursively). Sets
- * *has_object when an object field appears anywhere. */
-static zf_status dtype_size(yajl_val v, size_t *size, bool *has_object, zf_dtype *simple,
-                            zf_err *err)
-{
-    if (YAJL_IS_STRING(v)) {
-        zf_dtype dt;
-        zf_status st = zf_dtype_parse(v->u.string, &dt, err);
-        if (st != ZF_OK)
-            return st;
-        if (dt.kind == 'O')
-            *has_object = true;
-        if (simple)
-            *simple = dt;
-        *size = dt.itemsize;
-        return ZF_OK;
-    }
-    if (!YAJL_IS_ARRAY(v) || v->u.array.len == 0)
-        return zf_fail(err, ZF_ERR_INVALID,
-                       "expected a typestr or a list of [name, type(, shape)] fields");
-    size_t total = 0;
-    for (size_t i = 0; i < v->u.array.len; i++) {
-        yajl_val f = v->u.array.values[i];
-        if (!YAJL_IS_ARRAY(f) || f->u.array.len < 2 || f->u.array.len > 3 ||
-            !YAJL_IS_STRING(f->u.array.values[0]))
-            return zf_fail(err, ZF_ERR_INVALID, "field %zu: expected [name, type(, shape)]", i);
-        size_t fsize;
-        zf_status st = dtype_size(f->u.array.values[1], &fsize, has_object, NULL, err);
-        if (st != ZF_OK)
-            return st;
-        if (f->u.array.len == 3) {
-            yajl_val shp = f->u.array.values[2];
-            if (!YAJL_IS_ARRAY(shp))
-                return zf_fail(err, ZF_ERR_INVALID, "field %zu: shape must be a list", i);
-            for (size_t k = 0; k < shp->u.array.len; k++) {
-                int64_t x;
-                if (!zf_json_int64(shp->u.array.values[k], &x) || x < 0 ||
-                    (x && fsize > ((size_t)1 << 31) / (uint64_t)x))
-                    return zf_fail(err, ZF_ERR_INVALID, "field %zu: bad subarray shape", i);
-                fsize *= (size_t)x;
-            }
-        }
-        total += fsize;
-        if (total > ((size_t)1 << 31))
-            return zf_fail(err, ZF_ERR_INVALID, "structured type too large");
-    }
-    *size = total;
-    return ZF_OK;
-}
-
-static zf_status dup_text(char **dst, const char *text, size_t len)
-{
-    *dst = malloc(len + 1);
-    if (!*dst)
-        return ZF_ERR_NOMEM;
-    memcpy(*dst, text, len);
-    (*dst)[len] = '\0';
-    return ZF_OK;
-}
+#define dup_text zf_meta_dup_text
 
 static zf_status common_fields(const char *key, const char *text, size_t len,
                                const char *attrs_json, zf_node_meta *m, yajl_val doc,
@@ -125,18 +52,7 @@ static zf_status common_fields(const char *key, const char *text, size_t len,
     return ZF_OK;
 }
 
-static zf_status open_doc(const char *key, const char *text, size_t len, yajl_val *doc,
-                          zf_err *err)
-{
-    zf_status st = zf_json_parse(key, text, len, doc, err);
-    if (st != ZF_OK)
-        return st;
-    if (!YAJL_IS_OBJECT(*doc)) {
-        yajl_tree_free(*doc);
-        return zf_fail(err, ZF_ERR_INVALID, "%s: expected a JSON object", key);
-    }
-    return ZF_OK;
-}
+#define open_doc zf_meta_open_doc
 
 /* xarray's convention: dimension names in the "_ARRAY_DIMENSIONS" attribute. */
 static zf_status dimension_names(zf_node_meta *m, yajl_val attrs)
@@ -237,20 +153,9 @@ static zf_status parse_array(const char *key, yajl_val doc, zf_node_meta *m, zf_
     if (!dtv)
         return FIELD_FAIL(err, key, "dtype", "missing");
     bool has_object = false;
-    size_t itemsize;
     zf_err derr = {""};
-    zf_dtype simple = {0};
-    if ((st = dtype_size(dtv, &itemsize, &has_object, &simple, &derr)) != ZF_OK)
-        return FIELD_FAIL(err, key, "dtype", "%s", derr.msg);
-    if (YAJL_IS_STRING(dtv)) {
-        a->dtype = simple;
-        char ts[48];
-        zf_dtype_format(&simple, ts, sizeof ts);
-        a->dtype_typestr = strdup(simple.kind == 'O' ? "|O" : ts);
-    } else {
-        a->dtype = (zf_dtype){.kind = 'V', .byteorder = '|', .itemsize = itemsize};
-        a->dtype_typestr = zf_json_dump(dtv);
-    }
+    if ((st = zf_meta_v2_dtype(dtv, &a->dtype, &a->dtype_typestr, &has_object, &derr)) != ZF_OK)
+        return st == ZF_ERR_NOMEM ? st : FIELD_FAIL(err, key, "dtype", "%s", derr.msg);
     a->dtype_json = zf_json_dump(dtv);
     yajl_val fv = zf_json_get(doc, "fill_value");
     a->fill_value_json = fv ? zf_json_dump(fv) : strdup("null");
@@ -263,17 +168,9 @@ static zf_status parse_array(const char *key, yajl_val doc, zf_node_meta *m, zf_
         return mark_unsupported(m, why);
     }
 
-    /* The flat file's size must be an off_t; each chunk must fit in memory. */
-    uint64_t bytes = a->dtype.itemsize, cbytes = a->dtype.itemsize;
-    for (unsigned d = 0; d < a->ndim; d++) {
-        if (a->shape[d] && bytes > (uint64_t)INT64_MAX / a->shape[d])
-            return FIELD_FAIL(err, key, "shape", "the array holds more than 2^63 bytes");
-        bytes *= a->shape[d] ? a->shape[d] : 1; /* a zero dimension makes it empty, not small */
-        /* cbytes <= 2^31 and chunks[d] <= 2^31 here, so the product cannot overflow */
-        cbytes = a->chunks[d] > ZF_MAX_CHUNK_BYTES ? ZF_MAX_CHUNK_BYTES + 1 : cbytes * a->chunks[d];
-        if (cbytes > ZF_MAX_CHUNK_BYTES)
-            cbytes = ZF_MAX_CHUNK_BYTES + 1;
-    }
+    uint64_t cbytes;
+    if ((st = zf_meta_check_sizes(key, "shape", a, &cbytes, err)) != ZF_OK)
+        return st;
     if (cbytes > ZF_MAX_CHUNK_BYTES) {
         char why[300];
         snprintf(why, sizeof why, "%s: \"chunks\": a chunk holds more than %llu bytes, zarrfs's limit",

@@ -1,0 +1,366 @@
+/* dtype_v3.c — named data types and their fill values: final Zarr v3 ("Data Types", "Permitted
+ * fill values" of data-types.rst, plus zarr-python 3's extension types numpy.datetime64,
+ * numpy.timedelta64 and fixed_length_utf32 from the zarr-extensions registry) and the May 2022
+ * draft ("Core data types", "fill_value": also "0x…"/"0b…" bit strings and "+Infinity").
+ *
+ * The flat encoding of these dialects is little-endian whatever the codecs store (DESIGN.md), so
+ * every multi-byte type here has byte order '<'. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meta_impl.h"
+#include "zarrfs/json.h"
+
+/* data-types.rst "Core data types" (the same names in the 2022 draft's "Core data types"). */
+static const struct {
+    const char *name;
+    char kind;
+    size_t size;
+} CORE[] = {
+    {"bool", 'b', 1},     {"int8", 'i', 1},      {"int16", 'i', 2},     {"int32", 'i', 4},
+    {"int64", 'i', 8},    {"uint8", 'u', 1},     {"uint16", 'u', 2},    {"uint32", 'u', 4},
+    {"uint64", 'u', 8},   {"float16", 'f', 2},   {"float32", 'f', 4},   {"float64", 'f', 8},
+    {"complex64", 'c', 8}, {"complex128", 'c', 16},
+};
+
+/* Variable-length types zarr-python 3 writes ("string" and "bytes" in 3.0; 3.1 also spells them
+ * "variable_length_utf8" and "variable_length_bytes"): elements have no fixed size, so they have
+ * no flat encoding. */
+static const char *const VLEN[] = {"string", "variable_length_utf8", "bytes",
+                                   "variable_length_bytes"};
+
+/* NumPy's datetime units (zarr-extensions numpy.datetime64 "Unit"); "μs" is NumPy's "us". */
+static const char *const TIME_UNITS[] = {"Y", "M",  "W",  "D",  "h",  "m",  "s",      "ms",
+                                         "us", "μs", "ns", "ps", "fs", "as", "generic"};
+
+static void set_simple(zf_v3_dtype *out, const char *name, char kind, size_t size)
+{
+    out->dt = (zf_dtype){.kind = kind, .byteorder = size > 1 && kind != 'V' ? '<' : '|',
+                         .itemsize = size};
+    snprintf(out->name, sizeof out->name, "%s", name);
+    zf_dtype_format(&out->dt, out->typestr, sizeof out->typestr);
+}
+
+static bool core_type(const char *name, zf_v3_dtype *out)
+{
+    for (size_t i = 0; i < sizeof CORE / sizeof *CORE; i++)
+        if (strcmp(name, CORE[i].name) == 0) {
+            set_simple(out, name, CORE[i].kind, CORE[i].size);
+            return true;
+        }
+    return false;
+}
+
+/* "r<N>": raw bits, N a positive multiple of 8 (data-types.rst "r*"). Returns 0 when name is
+ * not of that form, 1 when parsed, -1 when malformed (an error is set). */
+static int raw_type(const char *name, zf_v3_dtype *out, zf_err *err)
+{
+    if (name[0] != 'r' || name[1] < '0' || name[1] > '9')
+        return 0;
+    uint64_t bits = 0;
+    const char *p = name + 1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        bits = bits * 10 + (uint64_t)(*p - '0');
+        if (bits > ((uint64_t)8 << 31))
+            break;
+    }
+    if (*p && (*p < '0' || *p > '9'))
+        return 0; /* "r8x": some other name */
+    if (bits == 0 || bits % 8 || bits > ((uint64_t)8 << 31)) {
+        zf_fail(err, ZF_ERR_INVALID,
+                "data type \"%s\": the number of bits must be a positive multiple of 8", name);
+        return -1;
+    }
+    set_simple(out, name, 'V', (size_t)(bits / 8));
+    return 1;
+}
+
+static zf_status named(const char *name, zf_v3_dtype *out, zf_err *err)
+{
+    if (core_type(name, out))
+        return ZF_OK;
+    int r = raw_type(name, out, err);
+    if (r)
+        return r > 0 ? ZF_OK : ZF_ERR_INVALID;
+    for (size_t i = 0; i < sizeof VLEN / sizeof *VLEN; i++)
+        if (strcmp(name, VLEN[i]) == 0)
+            return zf_fail(err, ZF_ERR_UNSUPPORTED,
+                           "variable-length data type \"%s\" is not supported", name);
+    return zf_fail(err, ZF_ERR_UNSUPPORTED, "data type \"%s\" is not supported", name);
+}
+
+/* numpy.datetime64 / numpy.timedelta64: {"unit": U, "scale_factor": K} (zarr-extensions
+ * "Configuration"); the flat encoding is NumPy's little-endian int64, typestr "<M8[U]" or
+ * "<M8[KU]" ("<M8" for the generic unit). */
+static zf_status time_type(const char *name, char kind, yajl_val cfg, zf_v3_dtype *out,
+                           zf_err *err)
+{
+    yajl_val unit = zf_json_get(cfg, "unit"), scale = zf_json_get(cfg, "scale_factor");
+    const char *u = YAJL_IS_STRING(unit) ? unit->u.string : NULL;
+    bool known = false;
+    for (size_t i = 0; u && i < sizeof TIME_UNITS / sizeof *TIME_UNITS; i++)
+        known |= strcmp(u, TIME_UNITS[i]) == 0;
+    if (!known)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "data type \"%s\": \"unit\" must be one of Y, M, W, D, h, m, s, ms, us, "
+                       "μs, ns, ps, fs, as, generic",
+                       name);
+    int64_t k = 1;
+    if (scale && (!zf_json_int64(scale, &k) || k < 1 || k > INT32_MAX))
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "data type \"%s\": \"scale_factor\" must be an integer in [1, 2147483647]",
+                       name);
+    if (strcmp(u, "μs") == 0)
+        u = "us";
+    out->dt = (zf_dtype){.kind = kind, .byteorder = '<', .itemsize = 8};
+    if (strcmp(u, "generic") == 0) {
+        if (k != 1)
+            return zf_fail(err, ZF_ERR_INVALID,
+                           "data type \"%s\": the generic unit takes no \"scale_factor\"", name);
+    } else if (k == 1) {
+        snprintf(out->dt.unit, sizeof out->dt.unit, "%s", u);
+    } else {
+        snprintf(out->dt.unit, sizeof out->dt.unit, "%lld%s", (long long)k, u);
+    }
+    snprintf(out->name, sizeof out->name, "%s", name);
+    if (out->dt.unit[0])
+        snprintf(out->typestr, sizeof out->typestr, "<%c8[%s]", kind, out->dt.unit);
+    else
+        snprintf(out->typestr, sizeof out->typestr, "<%c8", kind);
+    return ZF_OK;
+}
+
+/* fixed_length_utf32: {"length_bytes": N}, N a multiple of 4 in [0, 2147483644]
+ * (zarr-extensions fixed_length_utf32 "Configuration"); flat encoding UTF-32LE, "<U(N/4)". */
+static zf_status utf32_type(const char *name, yajl_val cfg, zf_v3_dtype *out, zf_err *err)
+{
+    int64_t n;
+    if (!zf_json_int64(zf_json_get(cfg, "length_bytes"), &n) || n < 0 || n % 4 ||
+        n > 2147483644)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "data type \"%s\": \"length_bytes\" must be a multiple of 4 in "
+                       "[0, 2147483644]",
+                       name);
+    out->dt = (zf_dtype){.kind = 'U', .byteorder = '<', .itemsize = (size_t)n};
+    snprintf(out->name, sizeof out->name, "%s", name);
+    zf_dtype_format(&out->dt, out->typestr, sizeof out->typestr);
+    return ZF_OK;
+}
+
+zf_status zf_meta_v3_dtype(yajl_val v, zf_format format, zf_v3_dtype *out, zf_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (YAJL_IS_STRING(v) && !zf_json_special(v))
+        return named(v->u.string, out, err);
+    if (format == ZF_FORMAT_V3_DRAFT_2022) {
+        /* 2022 draft "data_type": an extension object {"extension", "type", "fallback"}; zarrfs
+         * knows no data type extension, and does not fall back silently. */
+        yajl_val ext = zf_json_get(v, "extension");
+        if (!YAJL_IS_STRING(ext) || !zf_json_get(v, "type"))
+            return zf_fail(err, ZF_ERR_INVALID,
+                           "expected a data type name or an extension object with \"extension\" "
+                           "and \"type\"");
+        return zf_fail(err, ZF_ERR_UNSUPPORTED, "data type extension \"%s\" is not supported",
+                       ext->u.string);
+    }
+    /* v3 core "Extension definition": an object with a "name" and an optional
+     * "configuration" object. */
+    yajl_val name = zf_json_get(v, "name"), cfg = zf_json_get(v, "configuration");
+    if (!YAJL_IS_STRING(name))
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "expected a data type name or an object with \"name\"");
+    if (cfg && !YAJL_IS_OBJECT(cfg))
+        return zf_fail(err, ZF_ERR_INVALID, "data type \"%s\": \"configuration\" must be an object",
+                       name->u.string);
+    const char *n = name->u.string;
+    if (strcmp(n, "numpy.datetime64") == 0 || strcmp(n, "datetime64") == 0)
+        return time_type(n, 'M', cfg, out, err);
+    if (strcmp(n, "numpy.timedelta64") == 0 || strcmp(n, "timedelta64") == 0)
+        return time_type(n, 'm', cfg, out, err);
+    if (strcmp(n, "fixed_length_utf32") == 0)
+        return utf32_type(n, cfg, out, err);
+    return named(n, out, err);
+}
+
+/* ----- fill values ----- */
+
+static zf_status bad(zf_err *err, const zf_v3_dtype *t, const char *what)
+{
+    return zf_fail(err, ZF_ERR_INVALID, "\"fill_value\": %s for data type \"%s\"", what, t->name);
+}
+
+/* The text of a JSON string, or of Python's bare NaN/Infinity tokens. */
+static const char *string_of(yajl_val v)
+{
+    if (!YAJL_IS_STRING(v))
+        return NULL;
+    return zf_json_special(v) ? zf_json_special(v) : v->u.string;
+}
+
+/* One IEEE float of size bytes (2, 4, 8), little-endian (data-types.rst "IEEE 754 floating
+ * point numbers"): a number rounded to nearest even, "NaN" (sign 0, only the mantissa's MSB
+ * set), "Infinity", "-Infinity", "0x…" raw bits (NaN payloads kept); the 2022 draft also writes
+ * "+Infinity" and "0b…". */
+static bool float_fill(yajl_val v, size_t size, zf_format format, uint8_t *out)
+{
+    zf_dtype dt = {.kind = 'f', .byteorder = '<', .itemsize = size};
+    const char *s = string_of(v);
+    if (YAJL_IS_NUMBER(v)) {
+        zf_dtype_store(&dt, out, 0, (zf_num){.kind = 'f', .v.f = strtod(v->u.number.r, NULL)});
+        return true;
+    }
+    if (!s)
+        return false;
+    if (strcmp(s, "NaN") == 0) {
+        uint64_t bits = size == 2 ? 0x7e00 : size == 4 ? 0x7fc00000 : 0x7ff8000000000000ULL;
+        for (size_t i = 0; i < size; i++)
+            out[i] = (uint8_t)(bits >> (8 * i));
+        return true;
+    }
+    double d;
+    if (strcmp(s, "Infinity") == 0 || strcmp(s, "+Infinity") == 0)
+        d = INFINITY;
+    else if (strcmp(s, "-Infinity") == 0)
+        d = -INFINITY;
+    else
+        return zf_meta_bits_string(s, size, format == ZF_FORMAT_V3_DRAFT_2022, false, out);
+    zf_dtype_store(&dt, out, 0, (zf_num){.kind = 'f', .v.f = d});
+    return true;
+}
+
+/* Integers (data-types.rst: "a JSON number with no fraction or exponent part that is within
+ * the representable range"), exact to 64 bits. */
+static zf_status integer_fill(yajl_val v, const zf_v3_dtype *t, uint8_t *out, zf_err *err)
+{
+    unsigned bits = (unsigned)(8 * t->dt.itemsize);
+    zf_num num;
+    if (t->dt.kind == 'u' && zf_json_uint64(v, &num.v.u)) {
+        num.kind = 'u';
+        if (bits < 64 && num.v.u >> bits)
+            return bad(err, t, "integer out of range");
+    } else if (zf_json_int64(v, &num.v.i)) {
+        num.kind = 'i';
+        if (t->dt.kind == 'u' ? num.v.i < 0
+                              : bits < 64 && (num.v.i < -((int64_t)1 << (bits - 1)) ||
+                                              num.v.i >= ((int64_t)1 << (bits - 1))))
+            return bad(err, t, "integer out of range");
+    } else if (YAJL_IS_NUMBER(v) && !strpbrk(v->u.number.r, ".eE")) {
+        return bad(err, t, "integer out of range");
+    } else {
+        return bad(err, t, "expected an integer");
+    }
+    zf_dtype_store(&t->dt, out, 0, num);
+    return ZF_OK;
+}
+
+/* The 2022 draft's "0x…"/"0b…" fill value of a raw type r<N>: "all leading or trailing zeroes
+ * necessary to match the given type size", i.e. exactly 2N/8 hex or N binary digits. The draft
+ * gives raw bits no byte order; zarrfs reads the digits as the bytes in order, first byte
+ * first. */
+static bool raw_bits_string(const char *s, size_t n, uint8_t *out)
+{
+    bool bin = s[0] == '0' && s[1] == 'b';
+    if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X' && !bin))
+        return false;
+    const char *p = s + 2;
+    unsigned per_digit = bin ? 1 : 4;
+    if (strlen(p) != n * 8 / per_digit)
+        return false;
+    memset(out, 0, n);
+    for (size_t i = 0; p[i]; i++) {
+        char c = p[i];
+        unsigned d;
+        if (c >= '0' && c <= (bin ? '1' : '9'))
+            d = (unsigned)(c - '0');
+        else if (!bin && c >= 'a' && c <= 'f')
+            d = (unsigned)(c - 'a' + 10);
+        else if (!bin && c >= 'A' && c <= 'F')
+            d = (unsigned)(c - 'A' + 10);
+        else
+            return false;
+        size_t bit = i * per_digit; /* of the first bit of this digit, from the start */
+        out[bit / 8] |= (uint8_t)(d << (8 - per_digit - bit % 8));
+    }
+    return true;
+}
+
+zf_status zf_meta_v3_fill_value(yajl_val v, const zf_v3_dtype *t, zf_format format, uint8_t *out,
+                                zf_err *err)
+{
+    size_t n = t->dt.itemsize;
+    memset(out, 0, n);
+    const char *s = string_of(v);
+    /* 2022 draft "fill_value": any core type may be given as "0x…"/"0b…" bits. */
+    bool draft = format == ZF_FORMAT_V3_DRAFT_2022;
+    if (draft && s && strchr("biuf", t->dt.kind) && zf_meta_bits_string(s, n, true, false, out))
+        return ZF_OK;
+    switch (t->dt.kind) {
+    case 'b':
+        if (YAJL_IS_TRUE(v) || YAJL_IS_FALSE(v)) {
+            out[0] = YAJL_IS_TRUE(v);
+            return ZF_OK;
+        }
+        return bad(err, t, "expected true or false");
+    case 'i':
+    case 'u': return integer_fill(v, t, out, err);
+    case 'f':
+        if (!float_fill(v, n, format, out))
+            return bad(err, t,
+                       draft ? "expected a number, \"NaN\", \"+Infinity\", \"-Infinity\", "
+                               "\"0x...\" or \"0b...\""
+                             : "expected a number, \"NaN\", \"Infinity\", \"-Infinity\" or "
+                               "\"0x...\"");
+        return ZF_OK;
+    case 'c':
+        /* "Complex numbers": [real, imag], each as a float above. */
+        if (!YAJL_IS_ARRAY(v) || v->u.array.len != 2 ||
+            !float_fill(v->u.array.values[0], n / 2, format, out) ||
+            !float_fill(v->u.array.values[1], n / 2, format, out + n / 2))
+            return bad(err, t, "expected [real, imag] with each a number, \"NaN\", "
+                               "\"Infinity\", \"-Infinity\" or \"0x...\"");
+        return ZF_OK;
+    case 'V':
+        /* "Raw data types": a list of N/8 integers in [0, 255]; the 2022 draft: bit strings. */
+        if (draft && s && raw_bits_string(s, n, out))
+            return ZF_OK;
+        for (size_t i = 0; YAJL_IS_ARRAY(v) && v->u.array.len == n && i <= n; i++) {
+            int64_t x;
+            if (i == n)
+                return ZF_OK;
+            if (!zf_json_int64(v->u.array.values[i], &x) || x < 0 || x > 255)
+                break;
+            out[i] = (uint8_t)x;
+        }
+        char what[128];
+        if (draft)
+            snprintf(what, sizeof what,
+                     "expected \"0x...\" or \"0b...\" with all %zu bits, or a list of %zu "
+                     "integers in [0, 255]",
+                     8 * n, n);
+        else
+            snprintf(what, sizeof what, "expected a list of %zu integers in [0, 255]", n);
+        return bad(err, t, what);
+    case 'M':
+    case 'm': {
+        /* numpy.datetime64 "Fill value representation": an int64, or "NaT" (= -2^63). */
+        int64_t x;
+        if (s && strcmp(s, "NaT") == 0)
+            x = INT64_MIN;
+        else if (!zf_json_int64(v, &x))
+            return bad(err, t, "expected a 64-bit integer or \"NaT\"");
+        for (size_t i = 0; i < 8; i++)
+            out[i] = (uint8_t)((uint64_t)x >> (8 * i));
+        return ZF_OK;
+    }
+    case 'U':
+        /* fixed_length_utf32: a string, UTF-32LE, zero-padded (NumPy truncates longer ones). */
+        if (!s || zf_json_special(v))
+            return bad(err, t, "expected a string");
+        if (zf_utf8_to_utf32(s, strlen(s), out, n / 4, 0) != ZF_OK)
+            return bad(err, t, "not valid UTF-8");
+        return ZF_OK;
+    }
+    return bad(err, t, "unsupported data type");
+}
