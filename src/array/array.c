@@ -6,6 +6,7 @@
  * chunk -> memcpy into the caller's buffer. The distinct chunks of a read are first queued on the
  * worker pool, so a read spanning many chunks decodes them in parallel. */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,6 +144,22 @@ zf_status zf_grid_runs(const zf_grid *g, uint64_t elem_begin, uint64_t elem_end,
 
 /* ---------- the flat view ---------- */
 
+/* Sharded arrays (v3 codecs "Sharding codec"): when the chain is a lone sharding_indexed codec,
+ * the array reads inner chunks one by one instead of whole shards. Level 0 is the store's shards
+ * (the array's chunk grid); when a shard's inner chain is itself a lone sharding_indexed codec,
+ * its inner chunks are shards again (level 1), and so on. The cached "chunks" of the flat view are
+ * then the innermost chunks; each level's shard indexes are cached too, under their own id. */
+#define MAX_SHARD_LEVELS 8
+
+typedef struct shard_level {
+    struct zf_array *a;
+    unsigned level;
+    const zf_codec *codec;
+    zf_sharding info;
+    zf_grid grid;      /* this level's shards over the whole array */
+    uint64_t cache_id; /* cache id of this level's decoded indexes */
+} shard_level;
+
 struct zf_array {
     zf_store *store;
     char *prefix;
@@ -155,6 +172,9 @@ struct zf_array {
     uint64_t nbytes;       /* flat view */
     size_t chunk_nbytes;   /* one decoded chunk */
     zf_chunk_repr decoded; /* one decoded chunk's representation */
+    const zf_codec_chain *chain; /* decodes one cached chunk (the innermost, when sharded) */
+    unsigned nlevels;            /* sharding levels read by byte range (0: not sharded) */
+    shard_level levels[MAX_SHARD_LEVELS];
     bool fill_is_zero;
     uint64_t band_chunks;  /* chunks per band: product of grid[1..] */
     uint64_t band_elems;   /* elements of the flat view per band: chunks[0] * product(shape[1..]) */
@@ -163,38 +183,26 @@ struct zf_array {
     _Atomic uint64_t next_band;    /* bands below this are already queued for readahead */
 };
 
-static zf_status load_chunk(void *ctx, uint64_t chunk, void **data, size_t *size, zf_err *err)
+/* Decode one stored chunk (raw, consumed) into a new buffer of chunk_nbytes. */
+static zf_status decode_chunk(zf_array *a, const char *what, zf_bytes *raw, void **data,
+                              size_t *size, zf_err *err)
 {
-    zf_array *a = ctx;
-    uint64_t cc[ZF_MAX_DIMS];
-    char key[4096];
-    zf_grid_chunk_coords(&a->grid, chunk, cc);
-    if (zf_array_meta_chunk_key(a->meta, a->prefix, cc, key, sizeof key) != ZF_OK)
-        return zf_fail(err, ZF_ERR_INVALID, "chunk key too long");
-    zf_bytes raw;
-    zf_err serr = {""};
-    zf_status st = zf_store_get(a->store, key, &raw, &serr);
-    if (st == ZF_ERR_NOT_FOUND)
-        return st;
-    if (st != ZF_OK)
-        return zf_fail(err, st == ZF_ERR_NOMEM ? st : ZF_ERR_IO, "%s",
-                       serr.msg[0] ? serr.msg : zf_status_str(st));
-    if (a->meta->chain.n == 0 && raw.len == a->chunk_nbytes && raw.data) {
-        *data = raw.data; /* stored raw: the store's buffer is the decoded chunk */
-        *size = raw.len;
+    if (a->chain->n == 0 && raw->len == a->chunk_nbytes && raw->data) {
+        *data = raw->data; /* stored raw: the store's buffer is the decoded chunk */
+        *size = raw->len;
         return ZF_OK;
     }
     uint8_t *out = zf_alloc_bulk(a->chunk_nbytes);
     if (!out) {
-        zf_bytes_free(&raw);
+        zf_bytes_free(raw);
         return ZF_ERR_NOMEM;
     }
     zf_err derr = {""};
-    st = zf_chain_decode(&a->meta->chain, &a->decoded, raw.data, raw.len, out, &derr);
-    zf_bytes_free(&raw);
+    zf_status st = zf_chain_decode(a->chain, &a->decoded, raw->data, raw->len, out, &derr);
+    zf_bytes_free(raw);
     if (st != ZF_OK) {
         free(out);
-        return zf_fail(err, st == ZF_ERR_NOMEM ? st : ZF_ERR_CORRUPT, "chunk %s: %s", key,
+        return zf_fail(err, st == ZF_ERR_NOMEM ? st : ZF_ERR_CORRUPT, "%s: %s", what,
                        derr.msg[0] ? derr.msg : zf_status_str(st));
     }
     *data = out;
@@ -202,11 +210,168 @@ static zf_status load_chunk(void *ctx, uint64_t chunk, void **data, size_t *size
     return ZF_OK;
 }
 
+/* A store failure as this layer reports it: ZF_ERR_IO (or NOMEM), NOT_FOUND passed through. */
+static zf_status store_status(zf_status st, const zf_err *serr, zf_err *err)
+{
+    if (st == ZF_OK || st == ZF_ERR_NOT_FOUND)
+        return st;
+    return zf_fail(err, st == ZF_ERR_NOMEM ? st : ZF_ERR_IO, "%s",
+                   serr->msg[0] ? serr->msg : zf_status_str(st));
+}
+
+/* Store key of the stored chunk (the level-0 shard when sharded) holding the cached chunk whose
+ * coordinates in grid g are cc. */
+static zf_status stored_key(zf_array *a, const zf_grid *g, const uint64_t *cc, char *key,
+                            size_t keysize, zf_err *err)
+{
+    uint64_t sc[ZF_MAX_DIMS];
+    for (unsigned d = 0; d < g->ndim; d++)
+        sc[d] = cc[d] * g->chunks[d] / a->meta->chunks[d];
+    if (zf_array_meta_chunk_key(a->meta, a->prefix, sc, key, keysize) != ZF_OK)
+        return zf_fail(err, ZF_ERR_INVALID, "chunk key too long");
+    return ZF_OK;
+}
+
+static void coords_text(const uint64_t *c, unsigned n, char *buf, size_t size)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (unsigned d = 0; d < n && o < size; d++) {
+        int w = snprintf(buf + o, size - o, "%s%llu", d ? "," : "", (unsigned long long)c[d]);
+        if (w < 0)
+            break;
+        o += (size_t)w;
+    }
+}
+
+static zf_status load_index(void *ctx, uint64_t shard, void **data, size_t *size, zf_err *err);
+
+/* The (offset, nbytes) of the inner chunk at coordinates cc (in level l's inner grid, i.e. the
+ * grid of level l + 1 or of the cached chunks) inside the shard of level l that holds it.
+ * ZF_ERR_NOT_FOUND when the shard or the inner chunk is absent. */
+static zf_status locate_inner(shard_level *l, const uint64_t *cc, uint64_t *off, uint64_t *n,
+                              zf_err *err)
+{
+    zf_array *a = l->a;
+    uint64_t sc[ZF_MAX_DIMS], pos = 0;
+    for (unsigned d = 0; d < l->grid.ndim; d++) {
+        uint64_t cps = l->info.chunks_per_shard[d];
+        sc[d] = cc[d] / cps;
+        pos = pos * cps + cc[d] % cps;
+    }
+    zf_cache_entry *e;
+    zf_status st = zf_cache_get(a->cache, l->cache_id, zf_grid_chunk_index(&l->grid, sc),
+                                load_index, l, &e, err);
+    if (st != ZF_OK)
+        return st;
+    const uint64_t *pairs = zf_cache_entry_data(e);
+    if (pairs) {
+        *off = pairs[2 * pos];
+        *n = pairs[2 * pos + 1];
+    }
+    zf_cache_release(a->cache, e);
+    return pairs && *off != UINT64_MAX ? ZF_OK : ZF_ERR_NOT_FOUND;
+}
+
+/* Cache loader of one level's shard index: its (offset, nbytes) pairs with offsets from the start
+ * of the stored object (a nested shard's offsets are relative to itself in the store). */
+static zf_status load_index(void *ctx, uint64_t shard, void **data, size_t *size, zf_err *err)
+{
+    shard_level *l = ctx;
+    zf_array *a = l->a;
+    uint64_t sc[ZF_MAX_DIMS];
+    zf_grid_chunk_coords(&l->grid, shard, sc);
+    char key[4096], where[256];
+    zf_status st = stored_key(a, &l->grid, sc, key, sizeof key, err);
+    if (st != ZF_OK)
+        return st;
+    uint64_t base = 0, len = UINT64_MAX; /* the shard's bytes in the object (len unknown) */
+    if (l->level > 0 && (st = locate_inner(&a->levels[l->level - 1], sc, &base, &len, err)))
+        return st;
+    coords_text(sc, l->grid.ndim, where, sizeof where);
+    size_t isz = l->info.index_nbytes;
+    zf_bytes raw;
+    zf_err serr = {""};
+    if (l->level == 0 && l->info.index_at_end) {
+        st = zf_store_get_suffix(a->store, key, isz, &raw, &len, &serr);
+    } else {
+        if (len < isz)
+            return zf_fail(err, ZF_ERR_CORRUPT, "%s: shard [%s] holds %llu bytes, less than its "
+                           "%zu-byte index", key, where, (unsigned long long)len, isz);
+        uint64_t at = l->info.index_at_end ? base + len - isz : base;
+        st = zf_store_get_partial(a->store, key, at, isz, &raw, &serr);
+    }
+    if ((st = store_status(st, &serr, err)) != ZF_OK)
+        return st;
+    if (raw.len < isz) {
+        zf_bytes_free(&raw);
+        return zf_fail(err, ZF_ERR_CORRUPT, "%s: shard [%s] is shorter than its %zu-byte index",
+                       key, where, isz);
+    }
+    uint64_t *pairs = malloc(2 * sizeof(uint64_t) * l->info.nchunks);
+    if (!pairs) {
+        zf_bytes_free(&raw);
+        return ZF_ERR_NOMEM;
+    }
+    zf_err derr = {""};
+    st = zf_sharding_decode_index(l->codec, raw.data, raw.len, len, pairs, &derr);
+    zf_bytes_free(&raw);
+    if (st != ZF_OK) {
+        free(pairs);
+        return zf_fail(err, st == ZF_ERR_NOMEM ? st : ZF_ERR_CORRUPT, "%s: shard [%s]: %s", key,
+                       where, derr.msg[0] ? derr.msg : zf_status_str(st));
+    }
+    for (uint64_t i = 0; base && i < l->info.nchunks; i++)
+        if (pairs[2 * i] != UINT64_MAX)
+            pairs[2 * i] += base; /* within [0, len], so no overflow */
+    *data = pairs;
+    *size = 2 * sizeof(uint64_t) * l->info.nchunks;
+    return ZF_OK;
+}
+
+/* Cache loader of one chunk of the flat view: a whole stored chunk, or one innermost chunk of a
+ * shard, fetched by byte range. */
+static zf_status load_chunk(void *ctx, uint64_t chunk, void **data, size_t *size, zf_err *err)
+{
+    zf_array *a = ctx;
+    uint64_t cc[ZF_MAX_DIMS];
+    char key[4096];
+    zf_grid_chunk_coords(&a->grid, chunk, cc);
+    zf_status st = stored_key(a, &a->grid, cc, key, sizeof key, err);
+    if (st != ZF_OK)
+        return st;
+    zf_bytes raw;
+    zf_err serr = {""};
+    if (a->nlevels == 0) {
+        st = zf_store_get(a->store, key, &raw, &serr);
+        if ((st = store_status(st, &serr, err)) != ZF_OK)
+            return st;
+        char what[4200];
+        snprintf(what, sizeof what, "chunk %s", key);
+        return decode_chunk(a, what, &raw, data, size, err);
+    }
+    uint64_t off, n;
+    if ((st = locate_inner(&a->levels[a->nlevels - 1], cc, &off, &n, err)) != ZF_OK)
+        return st;
+    char where[256], what[4400];
+    coords_text(cc, a->grid.ndim, where, sizeof where);
+    snprintf(what, sizeof what, "chunk %s: inner chunk [%s] (bytes %llu..%llu)", key, where,
+             (unsigned long long)off, (unsigned long long)(off + n));
+    st = zf_store_get_partial(a->store, key, off, n, &raw, &serr);
+    if ((st = store_status(st, &serr, err)) != ZF_OK)
+        return st == ZF_ERR_NOT_FOUND ? zf_fail(err, ZF_ERR_CORRUPT, "%s: shard vanished", what)
+                                      : st;
+    if (raw.len < n) {
+        zf_bytes_free(&raw);
+        return zf_fail(err, ZF_ERR_CORRUPT, "%s: the shard ends first", what);
+    }
+    return decode_chunk(a, what, &raw, data, size, err);
+}
+
 zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta *meta,
                         zf_cache *cache, zf_pool *pool, uint64_t array_id, zf_array **out,
                         zf_err *err)
 {
-    (void)err;
     zf_array *a = calloc(1, sizeof *a);
     if (!a || !(a->prefix = strdup(prefix))) {
         free(a);
@@ -217,13 +382,36 @@ zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta
     a->cache = cache;
     a->pool = pool;
     a->id = array_id;
-    zf_grid_init(&a->grid, meta->ndim, meta->shape, meta->chunks);
     a->itemsize = meta->dtype.itemsize;
-    a->nbytes = zf_grid_nelems(&a->grid) * a->itemsize; /* bounded by 2^63 at parse time */
     a->chunk_nbytes = (size_t)(zf_array_meta_chunk_elems(meta) * a->itemsize);
     a->decoded = (zf_chunk_repr){.ndim = meta->ndim, .dtype = meta->dtype,
                                  .nbytes = a->chunk_nbytes};
     memcpy(a->decoded.shape, meta->chunks, sizeof(uint64_t) * meta->ndim);
+    a->chain = &meta->chain;
+    /* Lone sharding codecs, outermost first: read their inner chunks by byte range. */
+    const uint64_t *cshape = meta->chunks;
+    zf_sharding info;
+    while (a->chain->n == 1 && a->nlevels < MAX_SHARD_LEVELS &&
+           zf_codec_sharding(a->chain->codecs[0], &info)) {
+        if (info.nchunks > ((uint64_t)1 << 27)) { /* 2 GiB of index per shard */
+            free(a->prefix);
+            free(a);
+            return zf_fail(err, ZF_ERR_UNSUPPORTED, "shards of %llu inner chunks are too many",
+                           (unsigned long long)info.nchunks);
+        }
+        shard_level *l = &a->levels[a->nlevels];
+        *l = (shard_level){.a = a, .level = a->nlevels, .codec = a->chain->codecs[0],
+                           .info = info,
+                           .cache_id = array_id | (uint64_t)(a->nlevels + 1) << 56};
+        zf_grid_init(&l->grid, meta->ndim, meta->shape, cshape);
+        cshape = l->info.chunk_shape; /* not info's: the next iteration overwrites it */
+        a->chain = info.codecs;
+        a->decoded = *info.inner;
+        a->chunk_nbytes = info.inner->nbytes;
+        a->nlevels++;
+    }
+    zf_grid_init(&a->grid, meta->ndim, meta->shape, cshape);
+    a->nbytes = zf_grid_nelems(&a->grid) * a->itemsize; /* bounded by 2^63 at parse time */
     a->fill_is_zero = true;
     for (size_t i = 0; i < a->itemsize; i++)
         if (meta->fill_value[i])
@@ -234,8 +422,9 @@ zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta
     /* Rows of a band, capped at the array's rows (one band then either way), so that the
      * product stays within the element count and cannot overflow. Used only for non-empty
      * arrays. */
-    a->band_elems = !meta->ndim ? 1 : meta->chunks[0] < meta->shape[0] ? meta->chunks[0]
-                                                                       : meta->shape[0];
+    a->band_elems = !meta->ndim                        ? 1
+                    : a->grid.chunks[0] < meta->shape[0] ? a->grid.chunks[0]
+                                                         : meta->shape[0];
     for (unsigned d = 1; d < meta->ndim; d++) {
         a->band_chunks *= a->grid.grid[d]; /* <= number of elements, so no overflow */
         a->band_elems *= meta->shape[d];

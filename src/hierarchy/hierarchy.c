@@ -1,9 +1,18 @@
 /* hierarchy.c — view paths to nodes, dialect detection, consolidated metadata, node cache.
  *
- * Zarr v2 "Storage" and "Groups": a node at prefix P is an array when P/.zarray exists, a group
- * when P/.zgroup does; P/.zattrs holds its attributes. When the root has .zmetadata
- * (consolidated metadata, as zarr-python's consolidate_metadata writes it), metadata documents and
- * listings come from it instead of the store. */
+ * Where the node at view path P keeps its metadata, its chunks and its children, per dialect:
+ * - Zarr v2 "Storage" and "Groups": P/.zarray or P/.zgroup, with P/.zattrs; chunks below P;
+ *   children are sub-prefixes holding either. .zmetadata (consolidated metadata as
+ *   zarr-python's consolidate_metadata writes it) replaces the documents and listings.
+ * - Zarr v3 core "Storage"/"Metadata": P/zarr.json ("zarr.json" at the root); chunks below P;
+ *   children are sub-prefixes holding a zarr.json, or the entries of the root zarr.json's
+ *   "consolidated_metadata" when it has them.
+ * - Draft of 2020 ("Storage keys"): meta/root/P.array.json or meta/root/P.group.json (the root:
+ *   meta/root.array.json, meta/root.group.json); chunks below data/root/P; children from
+ *   list_dir("meta/root/P"): X.array.json, X.group.json and implicit groups (a prefix X with
+ *   descendants but no document of its own).
+ * - Draft of 2022: the same without "root": meta/P.array.json, meta/array.json for the root,
+ *   data/P. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +33,9 @@ struct zf_hierarchy {
     zf_node *buckets[NBUCKETS];
     zf_node **by_id; /* by_id[id - 1] */
     size_t nnodes, cap;
-    yajl_val consolidated; /* the "metadata" object of .zmetadata, or NULL */
+    zf_format format;      /* the dialect, detected at open */
+    yajl_val consolidated; /* .zmetadata's "metadata" object (v2), the root zarr.json's
+                              consolidated_metadata "metadata" object (v3), or NULL */
     yajl_val consolidated_doc;
     struct timespec root_mtime;
     char *root_array_name; /* non-NULL when the store root is an array */
@@ -83,8 +94,16 @@ char *zf_root_array_name(const char *store_name)
  * *text is malloc'd. */
 static zf_status get_doc(zf_hierarchy *h, const char *key, char **text, size_t *len, zf_err *err)
 {
-    if (h->consolidated) {
-        yajl_val v = zf_json_get(h->consolidated, key);
+    if (h->consolidated && (h->format == ZF_FORMAT_V2 || strcmp(key, "zarr.json") != 0)) {
+        yajl_val v;
+        if (h->format == ZF_FORMAT_V2) {
+            v = zf_json_get(h->consolidated, key);
+        } else { /* v3: "a/b/zarr.json" is the entry "a/b" */
+            size_t kl = strlen(key), sl = strlen("/zarr.json");
+            char *node = kl > sl ? strndup(key, kl - sl) : NULL;
+            v = node ? zf_json_get(h->consolidated, node) : NULL;
+            free(node);
+        }
         if (!v)
             return ZF_ERR_NOT_FOUND;
         *text = zf_json_dump(v);
@@ -110,7 +129,7 @@ static zf_status get_doc(zf_hierarchy *h, const char *key, char **text, size_t *
 
 static bool doc_exists(zf_hierarchy *h, const char *key)
 {
-    if (h->consolidated)
+    if (h->consolidated && h->format == ZF_FORMAT_V2)
         return zf_json_get(h->consolidated, key) != NULL;
     return zf_store_stat(h->store, key, NULL, NULL, NULL) == ZF_OK;
 }
@@ -136,9 +155,9 @@ static void detect_nested_chunks(zf_hierarchy *h, const char *prefix, zf_array_m
     zf_store_listing_free(&l);
 }
 
-/* Parse the node whose keys lie below prefix. */
-static zf_status load_meta(zf_hierarchy *h, const char *prefix, zf_node_meta *m,
-                           struct timespec *mtime, zf_err *err)
+/* Parse the v2 node whose keys lie below prefix. */
+static zf_status load_meta_v2(zf_hierarchy *h, const char *prefix, zf_node_meta *m,
+                              struct timespec *mtime, zf_err *err)
 {
     char *karr = join(prefix, ".zarray"), *kgrp = join(prefix, ".zgroup"),
          *katt = join(prefix, ".zattrs");
@@ -177,6 +196,108 @@ out:
     free(text);
     free(attrs);
     return st;
+}
+
+/* The metadata document of one v3 node: P/zarr.json. */
+static zf_status load_meta_v3(zf_hierarchy *h, const char *path, zf_node_meta *m,
+                              struct timespec *mtime, zf_err *err)
+{
+    char *key = join(path, "zarr.json"), *text = NULL;
+    size_t len;
+    zf_status st = key ? get_doc(h, key, &text, &len, err) : ZF_ERR_NOMEM;
+    if (st == ZF_OK)
+        st = zf_meta_parse_v3(key, text, len, m, err);
+    if (st == ZF_OK && zf_store_stat(h->store, key, NULL, mtime, NULL) != ZF_OK)
+        *mtime = h->root_mtime;
+    free(key);
+    free(text);
+    return st;
+}
+
+/* Draft keys: the metadata prefix of the node at path ("meta/root/a/b", "meta/a/b"; the root's
+ * own documents are "meta/root.array.json" and "meta/array.json") and its data prefix. */
+static char *draft_meta_prefix(zf_hierarchy *h, const char *path)
+{
+    const char *base = h->format == ZF_FORMAT_V3_DRAFT_2020 ? "meta/root" : "meta";
+    return path[0] ? join(base, path) : strdup(base);
+}
+
+static char *draft_doc_key(zf_hierarchy *h, const char *path, const char *kind)
+{
+    char *k;
+    if (path[0]) {
+        char *mp = draft_meta_prefix(h, path);
+        k = mp && asprintf(&k, "%s.%s.json", mp, kind) >= 0 ? k : NULL;
+        free(mp);
+    } else if (h->format == ZF_FORMAT_V3_DRAFT_2020) {
+        k = asprintf(&k, "meta/root.%s.json", kind) >= 0 ? k : NULL;
+    } else {
+        k = asprintf(&k, "meta/%s.json", kind) >= 0 ? k : NULL;
+    }
+    return k;
+}
+
+/* A draft node: an array document, a group document, or an implicit group (a metadata prefix
+ * with something below it; the root always exists). */
+static zf_status load_meta_draft(zf_hierarchy *h, const char *path, zf_node_meta *m,
+                                 struct timespec *mtime, zf_err *err)
+{
+    char *ka = draft_doc_key(h, path, "array"), *kg = draft_doc_key(h, path, "group");
+    char *text = NULL, *key = ka;
+    size_t len;
+    zf_status st = ka && kg ? get_doc(h, ka, &text, &len, err) : ZF_ERR_NOMEM;
+    if (st == ZF_OK) {
+        st = zf_meta_parse_draft_array(h->format, ka, text, len, m, err);
+    } else if (st == ZF_ERR_NOT_FOUND) {
+        key = kg;
+        st = get_doc(h, kg, &text, &len, err);
+        if (st == ZF_OK)
+            st = zf_meta_parse_draft_group(h->format, kg, text, len, m, err);
+    }
+    if (st == ZF_ERR_NOT_FOUND) { /* implicit group? */
+        key = NULL;
+        char *mp = draft_meta_prefix(h, path);
+        zf_store_listing l;
+        st = !mp ? ZF_ERR_NOMEM
+                 : path[0] ? zf_store_list_dir(h->store, mp, &l, NULL) : ZF_OK;
+        if (st == ZF_OK && path[0])
+            zf_store_listing_free(&l);
+        free(mp);
+        if (st == ZF_OK) {
+            m->format = h->format;
+            m->kind = ZF_NODE_GROUP;
+            if (!(m->attributes_json = strdup("{}")))
+                st = ZF_ERR_NOMEM;
+            *mtime = h->root_mtime;
+        }
+    } else if (st == ZF_OK && zf_store_stat(h->store, key, NULL, mtime, NULL) != ZF_OK) {
+        *mtime = h->root_mtime;
+    }
+    free(ka);
+    free(kg);
+    free(text);
+    return st;
+}
+
+/* Parse the node at view path (whose store prefix is `prefix`: "" for a root array). */
+static zf_status load_meta(zf_hierarchy *h, const char *prefix, zf_node_meta *m,
+                           struct timespec *mtime, zf_err *err)
+{
+    switch (h->format) {
+    case ZF_FORMAT_V2: return load_meta_v2(h, prefix, m, mtime, err);
+    case ZF_FORMAT_V3: return load_meta_v3(h, prefix, m, mtime, err);
+    default: return load_meta_draft(h, prefix, m, mtime, err);
+    }
+}
+
+/* The prefix of the chunk keys of the node at (store) path. */
+static char *data_prefix(zf_hierarchy *h, const char *path)
+{
+    switch (h->format) {
+    case ZF_FORMAT_V3_DRAFT_2020: return path[0] ? join("data/root", path) : strdup("data/root");
+    case ZF_FORMAT_V3_DRAFT_2022: return path[0] ? join("data", path) : strdup("data");
+    default: return strdup(path);
+    }
 }
 
 /* Insert a node (mu held); returns the node now in the table for its path. */
@@ -265,6 +386,12 @@ zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
         return st;
     }
     n->is_dir = n->meta.kind == ZF_NODE_GROUP;
+    if (n->is_dir && n->meta.unsupported != ZF_OK) { /* e.g. a must_understand extension */
+        st = zf_fail(err, n->meta.unsupported, "%s",
+                     n->meta.unsupported_why ? n->meta.unsupported_why : "unsupported group");
+        node_free(n);
+        return st;
+    }
     if (!n->is_dir && n->meta.unsupported == ZF_OK) {
         zf_grid g;
         zf_grid_init(&g, n->meta.array.ndim, n->meta.array.shape, n->meta.array.chunks);
@@ -329,6 +456,71 @@ static zf_status push_name(char ***names, size_t *n, size_t *cap, const char *na
     return ZF_OK;
 }
 
+/* Children from v3 consolidated metadata: entries "<prefix>/<child>" (keys are node paths). */
+static zf_status list_consolidated_v3(zf_hierarchy *h, const char *prefix, char ***names,
+                                      size_t *n, size_t *cap)
+{
+    size_t pl = strlen(prefix);
+    yajl_val md = h->consolidated;
+    for (size_t i = 0; i < md->u.object.len; i++) {
+        const char *key = md->u.object.keys[i];
+        if (!zf_key_is_valid(key)) {
+            zf_log_warn("zarr.json: \"consolidated_metadata\": ignoring invalid key \"%s\"", key);
+            continue;
+        }
+        if (pl && (strncmp(key, prefix, pl) != 0 || key[pl] != '/'))
+            continue;
+        const char *rest = key + (pl ? pl + 1 : 0);
+        if (strchr(rest, '/'))
+            continue;
+        zf_status st = push_name(names, n, cap, rest, strlen(rest));
+        if (st != ZF_OK)
+            return st;
+    }
+    return ZF_OK;
+}
+
+/* Children of a draft group: "X.array.json", "X.group.json" and prefixes X (implicit groups). */
+static zf_status list_draft(zf_hierarchy *h, const char *path, char ***names, size_t *n,
+                            size_t *cap, zf_err *err)
+{
+    char *mp = draft_meta_prefix(h, path);
+    if (!mp)
+        return ZF_ERR_NOMEM;
+    zf_store_listing l;
+    zf_status st = zf_store_list_dir(h->store, mp, &l, err);
+    free(mp);
+    if (st == ZF_ERR_NOT_FOUND)
+        return ZF_OK; /* an empty group (or hierarchy): a document and nothing below it */
+    if (st != ZF_OK)
+        return st;
+    for (size_t i = 0; i < l.n && st == ZF_OK; i++) {
+        const char *nm = l.entries[i].name;
+        size_t len = strlen(nm);
+        if (!l.entries[i].is_prefix) {
+            static const char *const sfx[] = {".array.json", ".group.json"};
+            size_t keep = 0;
+            for (size_t k = 0; k < 2; k++) {
+                size_t sl = strlen(sfx[k]);
+                if (len > sl && strcmp(nm + len - sl, sfx[k]) == 0)
+                    keep = len - sl;
+            }
+            if (!keep)
+                continue;
+            len = keep;
+        }
+        char *child = strndup(nm, len), *full = child ? join(path, child) : NULL;
+        if (!child || !full)
+            st = ZF_ERR_NOMEM;
+        else if (zf_key_is_valid(full))
+            st = push_name(names, n, cap, child, len);
+        free(child);
+        free(full);
+    }
+    zf_store_listing_free(&l);
+    return st;
+}
+
 /* Children from consolidated metadata: keys "<prefix>/<child>/.zarray" or ".zgroup". */
 static zf_status list_consolidated(zf_hierarchy *h, const char *prefix, char ***names, size_t *n,
                                    size_t *cap)
@@ -354,8 +546,10 @@ static zf_status list_consolidated(zf_hierarchy *h, const char *prefix, char ***
     return ZF_OK;
 }
 
-static zf_status list_store(zf_hierarchy *h, const char *prefix, char ***names, size_t *n,
-                            size_t *cap, zf_err *err)
+/* Children of a group in the store: sub-prefixes holding one of the documents `docs` (v2:
+ * .zarray, .zgroup; v3: zarr.json). */
+static zf_status list_store(zf_hierarchy *h, const char *prefix, const char *const *docs,
+                            char ***names, size_t *n, size_t *cap, zf_err *err)
 {
     zf_store_listing l;
     zf_status st = zf_store_list_dir(h->store, prefix, &l, err);
@@ -365,18 +559,27 @@ static zf_status list_store(zf_hierarchy *h, const char *prefix, char ***names, 
         if (!l.entries[i].is_prefix)
             continue;
         char *child = join(prefix, l.entries[i].name);
-        char *ka = child ? join(child, ".zarray") : NULL, *kg = child ? join(child, ".zgroup") : NULL;
-        if (!ka || !kg)
+        bool found = false;
+        for (const char *const *d = docs; child && *d && !found && st == ZF_OK; d++) {
+            char *k = join(child, *d);
+            if (!k)
+                st = ZF_ERR_NOMEM;
+            else
+                found = zf_key_is_valid(child) && doc_exists(h, k);
+            free(k);
+        }
+        if (!child)
             st = ZF_ERR_NOMEM;
-        else if (zf_key_is_valid(child) && (doc_exists(h, ka) || doc_exists(h, kg)))
+        else if (found)
             st = push_name(names, n, cap, l.entries[i].name, strlen(l.entries[i].name));
         free(child);
-        free(ka);
-        free(kg);
     }
     zf_store_listing_free(&l);
     return st;
 }
+
+static const char *const v2_docs[] = {".zarray", ".zgroup", NULL};
+static const char *const v3_docs[] = {"zarr.json", NULL};
 
 zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t *n, zf_err *err)
 {
@@ -388,10 +591,15 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
         return ZF_ERR_INVALID;
     if (dir->virtual_root)
         st = push_name(names, n, &cap, h->root_array_name, strlen(h->root_array_name));
+    else if (h->format == ZF_FORMAT_V3)
+        st = h->consolidated ? list_consolidated_v3(h, dir->prefix, names, n, &cap)
+                             : list_store(h, dir->prefix, v3_docs, names, n, &cap, err);
+    else if (h->format != ZF_FORMAT_V2)
+        st = list_draft(h, dir->prefix, names, n, &cap, err);
     else if (h->consolidated)
         st = list_consolidated(h, dir->prefix, names, n, &cap);
     else
-        st = list_store(h, dir->prefix, names, n, &cap, err);
+        st = list_store(h, dir->prefix, v2_docs, names, n, &cap, err);
     if (st != ZF_OK) {
         zf_hierarchy_names_free(*names, *n);
         *names = NULL;
@@ -414,9 +622,13 @@ zf_status zf_hierarchy_array(zf_hierarchy *h, zf_node *node, zf_array **out, zf_
     pthread_mutex_unlock(&h->mu);
     pthread_mutex_lock(&node->mu);
     zf_status st = ZF_OK;
-    if (!node->array)
-        st = zf_array_open(h->store, node->prefix, &node->meta.array, h->cache, h->pool, node->id,
-                           &node->array, err);
+    if (!node->array) {
+        char *dp = data_prefix(h, node->prefix);
+        st = dp ? zf_array_open(h->store, dp, &node->meta.array, h->cache, h->pool, node->id,
+                                &node->array, err)
+                : ZF_ERR_NOMEM;
+        free(dp);
+    }
     *out = node->array;
     pthread_mutex_unlock(&node->mu);
     return st;
@@ -449,6 +661,67 @@ static zf_status read_consolidated(zf_hierarchy *h, zf_err *err)
     return ZF_OK;
 }
 
+/* v3: the root zarr.json's consolidated_metadata ("kind": "inline", "metadata": {path: doc}),
+ * kept for documents and listings when present (text is the root document). */
+static zf_status read_consolidated_v3(zf_hierarchy *h, const char *text, size_t len,
+                                      bool *root_is_array, zf_err *err)
+{
+    yajl_val doc;
+    zf_status st = zf_json_parse("zarr.json", text, len, &doc, err);
+    if (st != ZF_OK)
+        return st;
+    yajl_val nt = zf_json_get(doc, "node_type");
+    *root_is_array = YAJL_IS_STRING(nt) && strcmp(nt->u.string, "array") == 0;
+    yajl_val cm = zf_json_get(doc, "consolidated_metadata");
+    yajl_val kind = zf_json_get(cm, "kind"), md = zf_json_get(cm, "metadata");
+    if (YAJL_IS_OBJECT(cm) && YAJL_IS_STRING(kind) && strcmp(kind->u.string, "inline") == 0 &&
+        YAJL_IS_OBJECT(md)) {
+        h->consolidated_doc = doc;
+        h->consolidated = md;
+        return ZF_OK;
+    }
+    if (cm && !YAJL_IS_NULL(cm))
+        zf_log_warn("zarr.json: \"consolidated_metadata\": not inline metadata; ignoring it");
+    yajl_tree_free(doc);
+    return ZF_OK;
+}
+
+/* Which dialect the store root holds, and whether its root node is an array. */
+static zf_status detect(zf_hierarchy *h, bool *root_is_array, zf_err *err)
+{
+    bool has_zarray = zf_store_stat(h->store, ".zarray", NULL, NULL, NULL) == ZF_OK;
+    bool has_zgroup = zf_store_stat(h->store, ".zgroup", NULL, NULL, NULL) == ZF_OK;
+    if (has_zarray || has_zgroup) {
+        h->format = ZF_FORMAT_V2;
+        *root_is_array = has_zarray;
+        return read_consolidated(h, err);
+    }
+    char *text;
+    size_t len;
+    zf_status st = get_doc(h, "zarr.json", &text, &len, err);
+    if (st == ZF_ERR_NOT_FOUND)
+        return zf_fail(err, ZF_ERR_NOT_FOUND,
+                       "%s: not a Zarr hierarchy (no .zgroup, .zarray or zarr.json at its root)",
+                       h->store->url);
+    if (st != ZF_OK)
+        return st;
+    st = zf_meta_detect("zarr.json", text, len, &h->format, err);
+    if (st == ZF_OK && h->format == ZF_FORMAT_V3) {
+        st = read_consolidated_v3(h, text, len, root_is_array, err);
+        zf_store_stat(h->store, "zarr.json", NULL, &h->root_mtime, NULL);
+    } else if (st == ZF_OK) {
+        char *ka = draft_doc_key(h, "", "array");
+        if (!ka)
+            st = ZF_ERR_NOMEM;
+        else
+            *root_is_array = zf_store_stat(h->store, ka, NULL, NULL, NULL) == ZF_OK;
+        free(ka);
+        zf_store_stat(h->store, "zarr.json", NULL, &h->root_mtime, NULL);
+    }
+    free(text);
+    return st;
+}
+
 zf_status zf_hierarchy_open(zf_store *store, const char *store_name,
                             const zf_hierarchy_options *opts, zf_hierarchy **out, zf_err *err)
 {
@@ -467,22 +740,12 @@ zf_status zf_hierarchy_open(zf_store *store, const char *store_name,
         goto fail;
 
     /* Dialect detection at the store root (DESIGN.md). */
-    bool has_zarray = zf_store_stat(store, ".zarray", NULL, NULL, NULL) == ZF_OK;
-    bool has_zgroup = zf_store_stat(store, ".zgroup", NULL, NULL, NULL) == ZF_OK;
-    if (!has_zarray && !has_zgroup) {
-        if (zf_store_stat(store, "zarr.json", NULL, NULL, NULL) == ZF_OK)
-            st = zf_fail(err, ZF_ERR_UNSUPPORTED, "zarr.json: Zarr v3 is not supported yet");
-        else
-            st = zf_fail(err, ZF_ERR_NOT_FOUND,
-                         "%s: not a Zarr hierarchy (no .zgroup, .zarray or zarr.json at its root)",
-                         store->url);
-        goto fail;
-    }
-    if ((st = read_consolidated(h, err)) != ZF_OK)
+    bool root_is_array = false;
+    if ((st = detect(h, &root_is_array, err)) != ZF_OK)
         goto fail;
 
     zf_node *root;
-    if (has_zarray) { /* the root is an array: a directory holding one file */
+    if (root_is_array) { /* the root is an array: a directory holding one file */
         if (!(h->root_array_name = zf_root_array_name(store_name))) {
             st = ZF_ERR_NOMEM;
             goto fail;
@@ -493,7 +756,7 @@ zf_status zf_hierarchy_open(zf_store *store, const char *store_name,
             goto fail;
         }
         vr->is_dir = vr->virtual_root = true;
-        vr->meta.format = ZF_FORMAT_V2;
+        vr->meta.format = h->format;
         vr->mtime = h->root_mtime;
         insert_locked(h, vr);
         if ((st = zf_hierarchy_lookup(h, h->root_array_name, &root, err)) != ZF_OK)
