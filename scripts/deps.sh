@@ -19,3 +19,21 @@ zf_install_deps() {
         apt-get install -y -q "${missing[@]}"
     fi
 }
+
+# The integration tests read and write Zarr v3 with zarrita (npm), pinned in
+# tests/integration/js/package-lock.json. Install Debian's nodejs/npm only when npm is missing, and
+# run `npm ci` only when node_modules is missing or older than the lock file.
+zf_install_js_deps() {
+    local js=tests/integration/js
+    if ! command -v npm >/dev/null 2>&1; then
+        echo "== installing: nodejs npm"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -q
+        apt-get install -y -q nodejs npm
+    fi
+    if [ ! -f "$js/node_modules/.package-lock.json" ] ||
+        [ "$js/package-lock.json" -nt "$js/node_modules/.package-lock.json" ]; then
+        echo "== npm ci --prefix $js"
+        npm ci --prefix "$js" --no-audit --no-fund --loglevel=error >/dev/null
+    fi
+}

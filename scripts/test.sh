@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 zf_install_deps
+zf_install_js_deps
 
 passed=0
 failed=0
