@@ -78,4 +78,12 @@ zf_status zf_array_read(zf_array *a, uint64_t offset, void *buf, size_t len, siz
                         zf_err *err);
 void zf_array_close(zf_array *a);
 
+/* Chunk decoding in this process, over all arrays: chunks loaded (decoded, or adopted when
+ * stored raw), failures (corrupt chunks and shard indexes), and seconds spent in codec chains. */
+typedef struct zf_decode_stats {
+    uint64_t chunks, failures;
+    double seconds;
+} zf_decode_stats;
+void zf_array_get_decode_stats(zf_decode_stats *out);
+
 #endif

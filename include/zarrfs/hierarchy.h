@@ -70,6 +70,12 @@ void zf_hierarchy_names_free(char **names, size_t n);
 zf_status zf_hierarchy_array(zf_hierarchy *h, zf_node *node, zf_array **out, zf_err *err);
 
 zf_cache *zf_hierarchy_cache(zf_hierarchy *h);
+
+/* The mount's statistics as one JSON object (malloc'd; NULL when out of memory): the chunk
+ * cache (hits, misses, evictions, bytes, entries, capacity), decoding (chunks, failures, seconds),
+ * the store (requests, bytes fetched, retries, errors), and `replies_failed`, the count of FUSE
+ * requests answered with an error that the caller passes in. */
+char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed);
 void zf_hierarchy_free(zf_hierarchy *h);
 
 /* The file name for a root array of store `store_name` (see above); malloc'd. */

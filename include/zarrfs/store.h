@@ -8,6 +8,7 @@
 #ifndef ZARRFS_STORE_H
 #define ZARRFS_STORE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,7 +55,19 @@ typedef struct zf_store_ops {
 struct zf_store {
     const zf_store_ops *ops;
     char *url; /* what the user named, for messages */
+    /* Counted by the zf_store_* calls (backends start them at zero); read with
+     * zf_store_get_stats. */
+    _Atomic uint64_t n_requests, n_bytes, n_errors, n_retries;
 };
+
+/* What reached a store: requests (get, get_partial, get_suffix, stat, list_dir), bytes of values
+ * returned, failed requests (not counting "not found"), and retries (remote backends). */
+typedef struct zf_store_stats {
+    uint64_t requests, bytes, errors, retries;
+} zf_store_stats;
+void zf_store_get_stats(zf_store *s, zf_store_stats *out);
+/* For backends: one more retry of a request. */
+void zf_store_count_retry(zf_store *s);
 
 /* True when key is a relative key that cannot leave the store (see above). "" is not a key. */
 bool zf_key_is_valid(const char *key);

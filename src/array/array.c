@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "zarrfs/array.h"
 #include "zarrfs/log.h"
@@ -183,6 +184,21 @@ struct zf_array {
     _Atomic uint64_t next_band;    /* bands below this are already queued for readahead */
 };
 
+static _Atomic uint64_t n_decoded, n_failed, decode_ns;
+
+void zf_array_get_decode_stats(zf_decode_stats *out)
+{
+    *out = (zf_decode_stats){.chunks = n_decoded, .failures = n_failed,
+                             .seconds = (double)decode_ns / 1e9};
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 /* Decode one stored chunk (raw, consumed) into a new buffer of chunk_nbytes. */
 static zf_status decode_chunk(zf_array *a, const char *what, zf_bytes *raw, void **data,
                               size_t *size, zf_err *err)
@@ -190,6 +206,7 @@ static zf_status decode_chunk(zf_array *a, const char *what, zf_bytes *raw, void
     if (a->chain->n == 0 && raw->len == a->chunk_nbytes && raw->data) {
         *data = raw->data; /* stored raw: the store's buffer is the decoded chunk */
         *size = raw->len;
+        n_decoded++;
         return ZF_OK;
     }
     uint8_t *out = zf_alloc_bulk(a->chunk_nbytes);
@@ -198,13 +215,17 @@ static zf_status decode_chunk(zf_array *a, const char *what, zf_bytes *raw, void
         return ZF_ERR_NOMEM;
     }
     zf_err derr = {""};
+    uint64_t t0 = now_ns();
     zf_status st = zf_chain_decode(a->chain, &a->decoded, raw->data, raw->len, out, &derr);
+    decode_ns += now_ns() - t0;
     zf_bytes_free(raw);
     if (st != ZF_OK) {
+        n_failed++;
         free(out);
         return zf_fail(err, st == ZF_ERR_NOMEM ? st : ZF_ERR_CORRUPT, "%s: %s", what,
                        derr.msg[0] ? derr.msg : zf_status_str(st));
     }
+    n_decoded++;
     *data = out;
     *size = a->chunk_nbytes;
     return ZF_OK;
@@ -317,6 +338,7 @@ static zf_status load_index(void *ctx, uint64_t shard, void **data, size_t *size
     st = zf_sharding_decode_index(l->codec, raw.data, raw.len, len, pairs, &derr);
     zf_bytes_free(&raw);
     if (st != ZF_OK) {
+        n_failed++;
         free(pairs);
         return zf_fail(err, st == ZF_ERR_NOMEM ? st : ZF_ERR_CORRUPT, "%s: shard [%s]: %s", key,
                        where, derr.msg[0] ? derr.msg : zf_status_str(st));

@@ -636,6 +636,33 @@ zf_status zf_hierarchy_array(zf_hierarchy *h, zf_node *node, zf_array **out, zf_
 
 zf_cache *zf_hierarchy_cache(zf_hierarchy *h) { return h->cache; }
 
+char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
+{
+    zf_cache_stats c;
+    zf_decode_stats d;
+    zf_store_stats s;
+    zf_cache_get_stats(h->cache, &c);
+    zf_array_get_decode_stats(&d);
+    zf_store_get_stats(h->store, &s);
+    char *out;
+    int n = asprintf(&out,
+                     "{\"cache\": {\"hits\": %llu, \"misses\": %llu, \"evictions\": %llu, "
+                     "\"bytes\": %zu, \"entries\": %zu, \"capacity\": %zu, "
+                     "\"loads_failed\": %llu}, "
+                     "\"decode\": {\"chunks\": %llu, \"failures\": %llu, \"seconds\": %.6f}, "
+                     "\"store\": {\"requests\": %llu, \"bytes_fetched\": %llu, "
+                     "\"retries\": %llu, \"errors\": %llu}, "
+                     "\"replies_failed\": %llu}\n",
+                     (unsigned long long)c.hits, (unsigned long long)c.misses,
+                     (unsigned long long)c.evictions, c.bytes, c.entries,
+                     zf_cache_capacity(h->cache), (unsigned long long)c.loads_failed,
+                     (unsigned long long)d.chunks, (unsigned long long)d.failures, d.seconds,
+                     (unsigned long long)s.requests, (unsigned long long)s.bytes,
+                     (unsigned long long)s.retries, (unsigned long long)s.errors,
+                     (unsigned long long)replies_failed);
+    return n < 0 ? NULL : out;
+}
+
 static zf_status read_consolidated(zf_hierarchy *h, zf_err *err)
 {
     char *text;

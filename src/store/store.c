@@ -59,17 +59,36 @@ static zf_status check_key(const char *key, bool allow_root, zf_err *err)
     return ZF_OK;
 }
 
+void zf_store_get_stats(zf_store *s, zf_store_stats *out)
+{
+    *out = (zf_store_stats){.requests = s->n_requests, .bytes = s->n_bytes,
+                            .errors = s->n_errors, .retries = s->n_retries};
+}
+
+void zf_store_count_retry(zf_store *s) { s->n_retries++; }
+
+/* Count one request that ended with st (and returned out's bytes on success). */
+static zf_status counted(zf_store *s, zf_status st, const zf_bytes *out)
+{
+    s->n_requests++;
+    if (st == ZF_OK && out)
+        s->n_bytes += out->len;
+    else if (st != ZF_OK && st != ZF_ERR_NOT_FOUND)
+        s->n_errors++;
+    return st;
+}
+
 zf_status zf_store_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)
 {
     zf_status st = check_key(key, false, err);
-    return st ? st : s->ops->get(s, key, out, err);
+    return st ? st : counted(s, s->ops->get(s, key, out, err), out);
 }
 
 zf_status zf_store_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
                                zf_bytes *out, zf_err *err)
 {
     zf_status st = check_key(key, false, err);
-    return st ? st : s->ops->get_partial(s, key, offset, len, out, err);
+    return st ? st : counted(s, s->ops->get_partial(s, key, offset, len, out, err), out);
 }
 
 zf_status zf_store_get_suffix(zf_store *s, const char *key, uint64_t len, zf_bytes *out,
@@ -79,25 +98,26 @@ zf_status zf_store_get_suffix(zf_store *s, const char *key, uint64_t len, zf_byt
     if (st != ZF_OK)
         return st;
     if (s->ops->get_suffix)
-        return s->ops->get_suffix(s, key, len, out, total, err);
+        return counted(s, s->ops->get_suffix(s, key, len, out, total, err), out);
     uint64_t size;
-    if ((st = s->ops->stat(s, key, &size, NULL, err)) != ZF_OK)
+    if ((st = counted(s, s->ops->stat(s, key, &size, NULL, err), NULL)) != ZF_OK)
         return st;
     *total = size;
-    return s->ops->get_partial(s, key, size > len ? size - len : 0, len, out, err);
+    return counted(s, s->ops->get_partial(s, key, size > len ? size - len : 0, len, out, err),
+                   out);
 }
 
 zf_status zf_store_stat(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
                         zf_err *err)
 {
     zf_status st = check_key(key, false, err);
-    return st ? st : s->ops->stat(s, key, size, mtime, err);
+    return st ? st : counted(s, s->ops->stat(s, key, size, mtime, err), NULL);
 }
 
 zf_status zf_store_list_dir(zf_store *s, const char *prefix, zf_store_listing *out, zf_err *err)
 {
     zf_status st = check_key(prefix, true, err);
-    return st ? st : s->ops->list_dir(s, prefix, out, err);
+    return st ? st : counted(s, s->ops->list_dir(s, prefix, out, err), NULL);
 }
 
 void zf_store_close(zf_store *s)
