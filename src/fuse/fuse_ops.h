@@ -16,4 +16,7 @@ extern const struct fuse_lowlevel_ops zf_fuse_ops;
 /* The one place a zf_status becomes an errno. */
 int zf_errno(zf_status st);
 
+/* The statistics of the mount (the .zarrfs-stats file's JSON), malloc'd; NULL without memory. */
+char *zf_fuse_stats_json(zf_fs *fs);
+
 #endif

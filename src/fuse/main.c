@@ -1,10 +1,13 @@
 /* main.c — zarrfs [-o OPTIONS] STORE MOUNTPOINT
  *
  * parse -> open store and hierarchy (refuse a bad store here, before anything is mounted)
- * -> session -> signal handlers -> mount -> daemonize -> loop -> teardown in reverse
- * (the skeleton of libfuse's passthrough_ll). */
+ * -> check the mount point -> session -> signal handlers -> mount -> daemonize (unless -f; every
+ * failure so far is reported on stderr with exit status 1 before the shell gets its prompt back)
+ * -> logs to syslog when in the background -> tell systemd we are ready -> loop -> teardown in
+ * reverse (the skeleton of libfuse's passthrough_ll). */
 #include <ctype.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <errno.h>
 #include <signal.h>
@@ -12,6 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "fuse_ops.h"
 #include "zarrfs/log.h"
@@ -20,15 +28,21 @@ typedef struct zf_options {
     char *store;
     char *cache_size;
     unsigned threads;
+    char *log_level;
+    unsigned stats_log;
     int show_version;
     int show_help;
+    int rw;
 } zf_options;
 
 #define ZF_OPT(t, p) {t, offsetof(zf_options, p), 1}
 static const struct fuse_opt zf_opts[] = {
     ZF_OPT("cache_size=%s", cache_size), ZF_OPT("threads=%u", threads),
+    ZF_OPT("log_level=%s", log_level),   ZF_OPT("stats_log=%u", stats_log),
     ZF_OPT("--version", show_version),   ZF_OPT("-V", show_version),
     ZF_OPT("--help", show_help),         ZF_OPT("-h", show_help),
+    /* mount(8) passes "rw" unless told "ro": noted and dropped (the mount stays read-only). */
+    {"rw", offsetof(zf_options, rw), 1},
     FUSE_OPT_END,
 };
 
@@ -44,6 +58,11 @@ static void usage(const char *prog)
            "    -o cache_size=SIZE     bytes of decoded chunks to keep (suffix K, M, G)\n"
            "                           (default: " DEFAULT_CACHE_SIZE ")\n"
            "    -o threads=N           chunk decoding threads (default: one per CPU)\n"
+           "    -o log_level=LEVEL     error, warn, info or debug (default: warn; -d: debug);\n"
+           "                           to stderr with -f, else to syslog\n"
+           "    -o stats_log=SECONDS   log the statistics (" ".zarrfs-stats) every SECONDS\n"
+           "                           (default: 0, never)\n"
+           "    -f                     stay in the foreground (default: background)\n"
            "    -V, --version          print the version\n"
            "    -h, --help             print this help\n\n",
            prog);
@@ -135,6 +154,133 @@ static void raise_readahead(const char *mountpoint, unsigned kib)
         zf_log_debug("cannot raise readahead in %s: %s", path, strerror(errno));
 }
 
+/* Refuse a mount point that is missing, not a directory, or already a zarrfs mount, with one
+ * line on stderr, before anything is mounted. */
+static bool check_mountpoint(const char *mnt)
+{
+    struct stat sb;
+    if (stat(mnt, &sb) != 0) {
+        fprintf(stderr, "zarrfs: %s: mount point %s\n", mnt,
+                errno == ENOENT ? "does not exist" : strerror(errno));
+        return false;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "zarrfs: %s: mount point is not a directory\n", mnt);
+        return false;
+    }
+    char real[PATH_MAX], line[8192];
+    FILE *f = realpath(mnt, real) ? fopen("/proc/self/mountinfo", "r") : NULL;
+    bool ok = true;
+    while (f && ok && fgets(line, sizeof line, f)) {
+        char where[PATH_MAX], *sep = strstr(line, " - ");
+        char type[64], source[4096];
+        if (sscanf(line, "%*s %*s %*s %*s %4095s", where) == 1 && strcmp(where, real) == 0 &&
+            sep && sscanf(sep, " - %63s %4095s", type, source) == 2 &&
+            strcmp(type, "fuse.zarrfs") == 0) {
+            fprintf(stderr, "zarrfs: %s: already mounted (zarrfs %s); unmount it first\n", mnt,
+                    source);
+            ok = false;
+        }
+    }
+    if (f)
+        fclose(f);
+    return ok;
+}
+
+/* systemd's readiness notification (sd_notify(3)): a datagram to $NOTIFY_SOCKET, a path or an
+ * abstract socket ('@'). A small stable protocol; without systemd the variable is unset. */
+static void notify_systemd(const char *state)
+{
+    const char *path = getenv("NOTIFY_SOCKET");
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    size_t len = path ? strlen(path) : 0;
+    if (!path || (path[0] != '/' && path[0] != '@') || len >= sizeof sa.sun_path)
+        return;
+    memcpy(sa.sun_path, path, len);
+    if (path[0] == '@')
+        sa.sun_path[0] = '\0';
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return;
+    if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
+               (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0)
+        zf_log_warn("cannot notify systemd at %s: %s", path, strerror(errno));
+    close(fd);
+}
+
+/* -o stats_log=SECONDS: a thread that logs the statistics until told to stop. */
+typedef struct stats_logger {
+    zf_fs *fs;
+    unsigned seconds;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop, started;
+} stats_logger;
+
+static void *stats_log_run(void *arg)
+{
+    stats_logger *sl = arg;
+    pthread_mutex_lock(&sl->mu);
+    while (!sl->stop) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_sec += sl->seconds;
+        while (!sl->stop && pthread_cond_timedwait(&sl->cv, &sl->mu, &t) != ETIMEDOUT)
+            ;
+        if (sl->stop)
+            break;
+        char *json = zf_fuse_stats_json(sl->fs);
+        if (json) {
+            json[strcspn(json, "\n")] = '\0';
+            zf_log_always("stats: %s", json);
+            free(json);
+        }
+    }
+    pthread_mutex_unlock(&sl->mu);
+    return NULL;
+}
+
+static void stats_log_start(stats_logger *sl)
+{
+    pthread_mutex_init(&sl->mu, NULL);
+    pthread_cond_init(&sl->cv, NULL);
+    if (sl->seconds)
+        sl->started = pthread_create(&sl->thread, NULL, stats_log_run, sl) == 0;
+}
+
+static void stats_log_stop(stats_logger *sl)
+{
+    if (sl->started) {
+        pthread_mutex_lock(&sl->mu);
+        sl->stop = true;
+        pthread_cond_signal(&sl->cv);
+        pthread_mutex_unlock(&sl->mu);
+        pthread_join(sl->thread, NULL);
+    }
+    pthread_cond_destroy(&sl->cv);
+    pthread_mutex_destroy(&sl->mu);
+}
+
+/* The session loop, multithreaded unless -s; returns what the loop returned (-1: no memory). */
+static int run_loop(struct fuse_session *se, const struct fuse_cmdline_opts *cl)
+{
+    if (cl->singlethread)
+        return fuse_session_loop(se);
+    struct fuse_loop_config *lc = fuse_loop_cfg_create();
+    if (!lc)
+        return -1;
+    fuse_loop_cfg_set_clone_fd(lc, (unsigned)cl->clone_fd);
+    /* Both are UINT_MAX unless given with -o; libfuse 3.14 warns about that value. */
+    if (cl->max_idle_threads <= 100000)
+        fuse_loop_cfg_set_idle_threads(lc, cl->max_idle_threads);
+    if (cl->max_threads > 0 && cl->max_threads <= 100000)
+        fuse_loop_cfg_set_max_threads(lc, cl->max_threads);
+    int ret = fuse_session_loop_mt(se, lc);
+    fuse_loop_cfg_destroy(lc);
+    return ret;
+}
+
 int main(int argc, char *argv[])
 {
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -171,8 +317,15 @@ int main(int argc, char *argv[])
         fprintf(stderr, "zarrfs: usage: %s [options] STORE MOUNTPOINT (see --help)\n", argv[0]);
         goto out;
     }
-    if (cl.debug)
-        zf_log_set_level(ZF_LOG_DEBUG);
+    zf_log_level level = cl.debug ? ZF_LOG_DEBUG : ZF_LOG_WARN;
+    if (o.log_level && !zf_log_parse_level(o.log_level, &level)) {
+        fprintf(stderr, "zarrfs: -o log_level=%s: expected error, warn, info or debug\n",
+                o.log_level);
+        goto out;
+    }
+    zf_log_set_level(level);
+    if (o.rw)
+        zf_log_warn("-o rw: writing is not supported yet; mounting read-only");
 
     zf_hierarchy_options hopts = {.cache_size = parse_size(o.cache_size ? o.cache_size
                                                                         : DEFAULT_CACHE_SIZE),
@@ -191,6 +344,8 @@ int main(int argc, char *argv[])
         goto out;
     }
 
+    if (!check_mountpoint(cl.mountpoint))
+        goto out;
     zf_fs fs = {.h = h};
     se = fuse_session_new(&args, &zf_fuse_ops, sizeof zf_fuse_ops, &fs);
     if (!se)
@@ -202,24 +357,20 @@ int main(int argc, char *argv[])
         goto out_signals;
     }
     raise_readahead(cl.mountpoint, 1024);
-    fuse_daemonize(cl.foreground);
-    if (cl.singlethread) {
-        ret = fuse_session_loop(se);
-    } else {
-        struct fuse_loop_config *lc = fuse_loop_cfg_create();
-        if (!lc)
-            goto out_unmount;
-        fuse_loop_cfg_set_clone_fd(lc, (unsigned)cl.clone_fd);
-        /* Both are UINT_MAX unless given with -o; libfuse 3.14 warns about that value. */
-        if (cl.max_idle_threads <= 100000)
-            fuse_loop_cfg_set_idle_threads(lc, cl.max_idle_threads);
-        if (cl.max_threads > 0 && cl.max_threads <= 100000)
-            fuse_loop_cfg_set_max_threads(lc, cl.max_threads);
-        ret = fuse_session_loop_mt(se, lc);
-        fuse_loop_cfg_destroy(lc);
-    }
+    if (fuse_daemonize(cl.foreground) != 0)
+        goto out_unmount;
+    if (!cl.foreground)
+        zf_log_to_syslog(true); /* stderr is /dev/null from here on */
+    zf_log_info("mounted %s at %s", o.store, cl.mountpoint);
+    stats_logger sl = {.fs = &fs, .seconds = o.stats_log};
+    stats_log_start(&sl);
+    notify_systemd("READY=1");
+    ret = run_loop(se, &cl);
     /* The loop returns the number of the signal that ended it: a clean unmount too. */
     ret = ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 : 1;
+    notify_systemd("STOPPING=1");
+    stats_log_stop(&sl);
+    zf_log_info("unmounting %s", cl.mountpoint);
 out_unmount:
     fuse_session_unmount(se);
 out_signals:
@@ -231,6 +382,7 @@ out:
     free(cl.mountpoint);
     free(o.store);
     free(o.cache_size);
+    free(o.log_level);
     fuse_opt_free_args(&args);
     return ret;
 }

@@ -2,6 +2,7 @@
  * libfuse's passthrough_ll). Inode numbers are hierarchy node ids; the root is 1
  * (FUSE_ROOT_ID). Everything is read-only. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,16 @@
 
 #define ATTR_TIMEOUT 3600.0 /* metadata does not change under a read-only mount */
 #define MAX_REQUEST (1u << 20)
+
+/* The statistics file at the mount root: found by name but never listed (as ZFS's .zfs with
+ * snapdir=hidden), so that programs walking the mount see only the hierarchy. Its inode number
+ * is far from the node ids (counted from 1) and from the numbers opendir gives unreadable
+ * children (counted down from 2^64 - 1). A root node of the same name is shadowed by it. */
+#define STATS_NAME ".zarrfs-stats"
+#define STATS_INO ((fuse_ino_t)1 << 62)
+
+/* Requests answered with an error other than "no such entry" (for the statistics). */
+static _Atomic uint64_t replies_failed;
 
 int zf_errno(zf_status st)
 {
@@ -47,6 +58,8 @@ static void node_attr(const zf_node *n, struct stat *st)
 static void reply_status(fuse_req_t req, zf_status st, const zf_err *err, const char *what)
 {
     if (st != ZF_ERR_NOT_FOUND)
+        replies_failed++;
+    if (st != ZF_ERR_NOT_FOUND)
         zf_log(st == ZF_ERR_UNSUPPORTED ? ZF_LOG_WARN : ZF_LOG_ERROR, "%s: %s", what,
                err && err->msg[0] ? err->msg : zf_status_str(st));
     fuse_reply_err(req, zf_errno(st));
@@ -58,6 +71,22 @@ static zf_node *node_of(fuse_req_t req, fuse_ino_t ino)
     if (!n)
         fuse_reply_err(req, ESTALE);
     return n;
+}
+
+char *zf_fuse_stats_json(zf_fs *fs) { return zf_hierarchy_stats_json(fs->h, replies_failed); }
+
+static void stats_attr(zf_hierarchy *h, struct stat *st)
+{
+    char *json = zf_hierarchy_stats_json(h, replies_failed);
+    memset(st, 0, sizeof *st);
+    st->st_ino = STATS_INO;
+    st->st_mode = S_IFREG | 0444;
+    st->st_nlink = 1;
+    st->st_size = json ? (off_t)strlen(json) : 0;
+    st->st_blksize = 4096;
+    clock_gettime(CLOCK_REALTIME, &st->st_mtim);
+    st->st_ctim = st->st_atim = st->st_mtim;
+    free(json);
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -81,6 +110,15 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         return;
     }
     zf_err err = {""};
+    if (parent == FUSE_ROOT_ID && strcmp(name, STATS_NAME) == 0) {
+        static atomic_bool warned;
+        if (zf_hierarchy_child(H(req), dir, name, &n, NULL) == ZF_OK && !atomic_exchange(&warned, true))
+            zf_log_warn("/%s: a node of this name is hidden by zarrfs's statistics file", name);
+        struct fuse_entry_param e = {.ino = STATS_INO, .attr_timeout = 0, .entry_timeout = ATTR_TIMEOUT};
+        stats_attr(H(req), &e.attr);
+        fuse_reply_entry(req, &e);
+        return;
+    }
     zf_status st = zf_hierarchy_child(H(req), dir, name, &n, &err);
     if (st != ZF_OK) {
         char what[600];
@@ -97,6 +135,12 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)fi;
+    if (ino == STATS_INO) {
+        struct stat st;
+        stats_attr(H(req), &st);
+        fuse_reply_attr(req, &st, 0);
+        return;
+    }
     zf_node *n = node_of(req, ino);
     if (!n)
         return;
@@ -191,8 +235,46 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
     fuse_reply_err(req, 0);
 }
 
+/* An open statistics file: the snapshot taken at open, read with direct I/O. */
+typedef struct stats_handle {
+    size_t len;
+    char *json;
+} stats_handle;
+
+static void open_stats(fuse_req_t req, struct fuse_file_info *fi)
+{
+    if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+        fuse_reply_err(req, EROFS);
+        return;
+    }
+    stats_handle *sh = calloc(1, sizeof *sh);
+    if (!sh || !(sh->json = zf_hierarchy_stats_json(H(req), replies_failed))) {
+        free(sh);
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    sh->len = strlen(sh->json);
+    fi->fh = (uintptr_t)sh;
+    fi->direct_io = 1; /* no page cache: every read sees this open's snapshot */
+    fuse_reply_open(req, fi);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    if (ino == STATS_INO) {
+        stats_handle *sh = (stats_handle *)(uintptr_t)fi->fh;
+        free(sh->json);
+        free(sh);
+    }
+    fuse_reply_err(req, 0);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+    if (ino == STATS_INO) {
+        open_stats(req, fi);
+        return;
+    }
     zf_node *n = node_of(req, ino);
     if (!n)
         return;
@@ -219,11 +301,17 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
-    zf_array *a = (zf_array *)(uintptr_t)fi->fh;
     if (off < 0) {
         fuse_reply_err(req, EINVAL);
         return;
     }
+    if (ino == STATS_INO) {
+        stats_handle *sh = (stats_handle *)(uintptr_t)fi->fh;
+        size_t o = (uint64_t)off < sh->len ? (size_t)off : sh->len;
+        fuse_reply_buf(req, sh->json + o, size < sh->len - o ? size : sh->len - o);
+        return;
+    }
+    zf_array *a = (zf_array *)(uintptr_t)fi->fh;
     void *buf = malloc(size ? size : 1);
     if (!buf) {
         fuse_reply_err(req, ENOMEM);
@@ -289,24 +377,64 @@ static char *xattr_value(const zf_node *n, size_t i)
     return NULL;
 }
 
+/* Linux refuses extended attribute values over 64 KiB (XATTR_SIZE_MAX). A larger document
+ * (user.zarr.metadata, user.zarr.attributes) is offered in pieces instead: NAME.0, NAME.1, ...
+ * of XATTR_PIECE bytes each (the last shorter), whose concatenation is the document; NAME itself
+ * then fails with E2BIG. */
+#define XATTR_PIECE 65536u
+
+static size_t n_pieces(size_t len) { return len <= XATTR_PIECE ? 0 : (len + XATTR_PIECE - 1) / XATTR_PIECE; }
+
+static void reply_value(fuse_req_t req, const char *v, size_t len, size_t size)
+{
+    if (size == 0)
+        fuse_reply_xattr(req, len);
+    else if (size < len)
+        fuse_reply_err(req, ERANGE);
+    else
+        fuse_reply_buf(req, v, len);
+}
+
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
+    if (ino == STATS_INO) {
+        fuse_reply_err(req, ENODATA);
+        return;
+    }
     zf_node *n = node_of(req, ino);
     if (!n)
         return;
     for (size_t i = 0; i < N_XATTRS; i++) {
-        if (strcmp(name, XATTRS[i]) != 0)
+        size_t nl = strlen(XATTRS[i]);
+        if (strncmp(name, XATTRS[i], nl) != 0 || (name[nl] && name[nl] != '.'))
             continue;
         char *v = xattr_value(n, i);
         if (!v)
             break;
-        size_t len = strlen(v);
-        if (size == 0)
-            fuse_reply_xattr(req, len);
-        else if (size < len)
-            fuse_reply_err(req, ERANGE);
-        else
-            fuse_reply_buf(req, v, len);
+        size_t len = strlen(v), pieces = n_pieces(len);
+        if (!name[nl] && pieces) {
+            zf_log_warn("%s: %s is %zu bytes, more than an extended attribute can hold; read it "
+                        "as %s.0 ... %s.%zu", n->path[0] ? n->path : "/", XATTRS[i], len,
+                        XATTRS[i], XATTRS[i], pieces - 1);
+            free(v);
+            fuse_reply_err(req, E2BIG);
+            return;
+        }
+        if (!name[nl]) {
+            reply_value(req, v, len, size);
+            free(v);
+            return;
+        }
+        char *end;
+        errno = 0;
+        unsigned long long k = strtoull(name + nl + 1, &end, 10);
+        if (errno || *end || end == name + nl + 1 || k >= pieces ||
+            (name[nl + 1] == '0' && end - (name + nl + 1) > 1)) {
+            free(v);
+            break;
+        }
+        size_t off = (size_t)k * XATTR_PIECE;
+        reply_value(req, v + off, len - off < XATTR_PIECE ? len - off : XATTR_PIECE, size);
         free(v);
         return;
     }
@@ -315,26 +443,41 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
+    if (ino == STATS_INO) {
+        fuse_reply_xattr(req, 0);
+        return;
+    }
     zf_node *n = node_of(req, ino);
     if (!n)
         return;
-    char buf[512];
-    size_t len = 0;
-    for (size_t i = 0; i < N_XATTRS; i++) {
+    size_t len = 0, cap = 512;
+    char *buf = malloc(cap);
+    for (size_t i = 0; buf && i < N_XATTRS; i++) {
         char *v = xattr_value(n, i);
         if (!v)
             continue;
+        size_t pieces = n_pieces(strlen(v));
         free(v);
-        size_t l = strlen(XATTRS[i]) + 1;
-        memcpy(buf + len, XATTRS[i], l);
-        len += l;
+        for (size_t k = 0; buf && k < (pieces ? pieces : 1); k++) {
+            if (cap - len < 64) {
+                char *nb = realloc(buf, cap *= 2);
+                if (!nb)
+                    free(buf);
+                buf = nb;
+                if (!buf)
+                    break;
+            }
+            int w = pieces ? snprintf(buf + len, cap - len, "%s.%zu", XATTRS[i], k)
+                           : snprintf(buf + len, cap - len, "%s", XATTRS[i]);
+            len += (size_t)w + 1; /* with the NUL */
+        }
     }
-    if (size == 0)
-        fuse_reply_xattr(req, len);
-    else if (size < len)
-        fuse_reply_err(req, ERANGE);
-    else
-        fuse_reply_buf(req, buf, len);
+    if (!buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    reply_value(req, buf, len, size);
+    free(buf);
 }
 
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
@@ -360,6 +503,7 @@ const struct fuse_lowlevel_ops zf_fuse_ops = {
     .releasedir = op_releasedir,
     .open = op_open,
     .read = op_read,
+    .release = op_release,
     .getxattr = op_getxattr,
     .listxattr = op_listxattr,
     .setxattr = op_setxattr,
