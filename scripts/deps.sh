@@ -3,7 +3,7 @@
 # only when one is missing.
 ZF_DEPS="meson ninja-build pkg-config gcc libfuse3-dev fuse3 libyajl-dev zlib1g-dev liblz4-dev
 libzstd-dev libblosc-dev libbz2-dev liblzma-dev check python3-zarr python3-numcodecs
-python3-numpy attr"
+python3-numpy attr groff-base man-db systemd mount util-linux"
 
 zf_install_deps() {
     local missing=()
