@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -160,8 +161,12 @@ static bool check_mountpoint(const char *mnt)
 {
     struct stat sb;
     if (stat(mnt, &sb) != 0) {
-        fprintf(stderr, "zarrfs: %s: mount point %s\n", mnt,
-                errno == ENOENT ? "does not exist" : strerror(errno));
+        if (errno == ENOTCONN) /* a FUSE daemon that mounted here has died */
+            fprintf(stderr, "zarrfs: %s: the file system mounted here is gone; clear the dead "
+                    "mount with fusermount3 -uz %s\n", mnt, mnt);
+        else
+            fprintf(stderr, "zarrfs: %s: mount point %s\n", mnt,
+                    errno == ENOENT ? "does not exist" : strerror(errno));
         return false;
     }
     if (!S_ISDIR(sb.st_mode)) {
@@ -177,8 +182,13 @@ static bool check_mountpoint(const char *mnt)
         if (sscanf(line, "%*s %*s %*s %*s %4095s", where) == 1 && strcmp(where, real) == 0 &&
             sep && sscanf(sep, " - %63s %4095s", type, source) == 2 &&
             strcmp(type, "fuse.zarrfs") == 0) {
-            fprintf(stderr, "zarrfs: %s: already mounted (zarrfs %s); unmount it first\n", mnt,
-                    source);
+            struct statfs sfs;
+            if (statfs(real, &sfs) != 0 && errno == ENOTCONN)
+                fprintf(stderr, "zarrfs: %s: the zarrfs that mounted %s here is gone; clear the "
+                        "dead mount with fusermount3 -uz %s\n", mnt, source, mnt);
+            else
+                fprintf(stderr, "zarrfs: %s: already mounted (zarrfs %s); unmount it first\n",
+                        mnt, source);
             ok = false;
         }
     }

@@ -172,8 +172,20 @@ class Daemon(zfmount.TestCase):
             self.assertIn("already mounted", r.stderr)
             n = sum(1 for mp, _f, _s in zfmount.mount_entries() if mp == os.path.realpath(mnt))
             self.assertEqual(n, 1, "a second mount was stacked on the first")
+        # A daemon killed outright leaves a dead mount: say so, and how to clear it.
+        proc = subprocess.Popen([zfmount.ZARRFS, "-f", good, mnt], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            self.assertTrue(wait_for(lambda: zfmount.fuse_mounted_at(mnt)), "no mount")
+            proc.kill()
+            proc.wait()
+            r = zfmount.run([zfmount.ZARRFS, good, mnt], timeout=15)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("fusermount3 -uz", r.stderr)
+        finally:
+            zfmount.unmount_path(mnt)
         os.rmdir(mnt)
-        log("  failed mounts: exit 1 with one line each, nothing mounted")
+        log("  failed mounts: exit 1 with one line each, nothing mounted; dead mount explained")
 
     def test_02_background_logs_to_syslog(self):
         """In the background, log lines go to syslog with the ident zarrfs[PID]; -o log_level
