@@ -480,14 +480,20 @@ void zf_array_close(zf_array *a)
 typedef struct prefetch_task {
     zf_array *a;
     uint64_t chunk;
+    bool ahead; /* queued by readahead_band: pointless once the reader has passed its band */
 } prefetch_task;
 
 static void prefetch_run(void *arg)
 {
     prefetch_task *t = arg;
+    zf_array *a = t->a;
     zf_cache_entry *e;
-    if (zf_cache_get(t->a->cache, t->a->id, t->chunk, load_chunk, t->a, &e, NULL) == ZF_OK)
-        zf_cache_release(t->a->cache, e);
+    /* A busy pool can run a readahead task late, after the reader went through that band
+     * itself: loading it again would only evict chunks the reader is about to use. */
+    bool passed = t->ahead && t->chunk / a->band_chunks <
+                                  atomic_load(&a->last_end) / a->itemsize / a->band_elems;
+    if (!passed && zf_cache_get(a->cache, a->id, t->chunk, load_chunk, a, &e, NULL) == ZF_OK)
+        zf_cache_release(a->cache, e);
     free(t);
 }
 
@@ -508,12 +514,12 @@ static zf_status collect_run(void *ctx, const zf_run *run)
     return ZF_OK;
 }
 
-static bool queue_load(zf_array *a, uint64_t chunk)
+static bool queue_load(zf_array *a, uint64_t chunk, bool ahead)
 {
     prefetch_task *t = malloc(sizeof *t);
     if (!t)
         return false;
-    *t = (prefetch_task){.a = a, .chunk = chunk};
+    *t = (prefetch_task){.a = a, .chunk = chunk, .ahead = ahead};
     if (zf_pool_submit(a->pool, prefetch_run, t) != ZF_OK) {
         free(t);
         return false;
@@ -540,7 +546,7 @@ static void readahead_band(zf_array *a, uint64_t offset, size_t len)
         !atomic_compare_exchange_strong(&a->next_band, &queued, next + 1))
         return;
     for (uint64_t c = next * a->band_chunks; c < (next + 1) * a->band_chunks; c++)
-        if (!zf_cache_contains(a->cache, a->id, c) && !queue_load(a, c))
+        if (!zf_cache_contains(a->cache, a->id, c) && !queue_load(a, c, true))
             break;
 }
 
@@ -555,7 +561,7 @@ static void prefetch(zf_array *a, uint64_t elem_begin, uint64_t elem_end)
     for (size_t i = 1; i < c.n; i++) { /* the reader itself loads the first */
         if (zf_cache_contains(a->cache, a->id, c.chunks[i]))
             continue;
-        if ((used += a->chunk_nbytes) > budget || !queue_load(a, c.chunks[i]))
+        if ((used += a->chunk_nbytes) > budget || !queue_load(a, c.chunks[i], false))
             break;
     }
 }
