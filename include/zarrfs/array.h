@@ -69,6 +69,9 @@ typedef struct zf_array zf_array;
 zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta *meta,
                         zf_cache *cache, zf_pool *pool, uint64_t array_id, zf_array **out,
                         zf_err *err);
+/* Keep a sequential reader `bands` bands of chunks ahead (default 1; at least 1), as far as a
+ * quarter of the cache allows. */
+void zf_array_set_readahead(zf_array *a, unsigned bands);
 /* Size of the flat view in bytes: product(shape) * itemsize. */
 uint64_t zf_array_nbytes(const zf_array *a);
 /* Read up to len bytes of the flat view at byte offset into buf; *nread is short only at the end

@@ -34,13 +34,22 @@ typedef struct zf_node {
     pthread_mutex_t mu;
     zf_array *array;
     struct zf_node *hnext;
+    double loaded;         /* monotonic seconds when the metadata was read or last confirmed */
+    char **listing;        /* groups: the children last listed (NULL: not yet), and when */
+    size_t nlisting;
+    double listed;
 } zf_node;
 
 typedef struct zf_hierarchy zf_hierarchy;
 
 typedef struct zf_hierarchy_options {
-    size_t cache_size;  /* bytes of decoded chunks */
-    unsigned threads;   /* decode workers (0: one per CPU) */
+    size_t cache_size;     /* bytes of decoded chunks */
+    unsigned threads;      /* decode workers (0: one per CPU; for a remote store at least
+                              io_threads, since they mostly wait for the network) */
+    unsigned io_threads;   /* concurrent store requests wanted (remote stores) */
+    double metadata_ttl;   /* seconds a node's metadata and a group's listing are trusted before
+                              they are read again; 0: forever */
+    unsigned readahead;    /* bands of chunks a sequential reader is kept ahead by (0: 1) */
 } zf_hierarchy_options;
 
 /* Open the hierarchy in store, which passes to the hierarchy. The root's metadata is read and
@@ -50,8 +59,11 @@ typedef struct zf_hierarchy_options {
 zf_status zf_hierarchy_open(zf_store *store, const char *store_name,
                             const zf_hierarchy_options *opts, zf_hierarchy **out, zf_err *err);
 
-/* The node at view path (e.g. "" or "group/array"). Errors: ZF_ERR_NOT_FOUND; ZF_ERR_INVALID
- * when its metadata is invalid (err says why; siblings are unaffected); ZF_ERR_IO. */
+/* The node at view path (e.g. "" or "group/array"). A node whose metadata is older than the
+ * metadata TTL is read again first: unchanged, it is kept; changed, a new node (with a new id)
+ * takes its path while the old one lives on for open files; gone, ZF_ERR_NOT_FOUND.
+ * Errors: ZF_ERR_NOT_FOUND; ZF_ERR_INVALID when its metadata is invalid (err says why; siblings
+ * are unaffected); ZF_ERR_IO. */
 zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err);
 /* The child `name` of a directory node. Errors as zf_hierarchy_lookup. */
 zf_status zf_hierarchy_child(zf_hierarchy *h, zf_node *dir, const char *name, zf_node **out,
@@ -60,7 +72,9 @@ zf_status zf_hierarchy_child(zf_hierarchy *h, zf_node *dir, const char *name, zf
 zf_node *zf_hierarchy_node(zf_hierarchy *h, uint64_t id);
 
 /* Names of the children of a directory node (groups and arrays, including ones whose metadata
- * is invalid or unsupported), malloc'd; free with zf_hierarchy_names_free. */
+ * is invalid or unsupported), malloc'd; free with zf_hierarchy_names_free. Kept for the metadata
+ * TTL. A store that cannot list (a web server without index pages, no consolidated metadata)
+ * gives an empty list and one log line; its nodes can still be looked up by name. */
 zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t *n,
                             zf_err *err);
 void zf_hierarchy_names_free(char **names, size_t n);
@@ -70,6 +84,8 @@ void zf_hierarchy_names_free(char **names, size_t n);
 zf_status zf_hierarchy_array(zf_hierarchy *h, zf_node *node, zf_array **out, zf_err *err);
 
 zf_cache *zf_hierarchy_cache(zf_hierarchy *h);
+/* The metadata TTL in seconds (0: forever), for the kernel's attribute and entry timeouts. */
+double zf_hierarchy_metadata_ttl(const zf_hierarchy *h);
 
 /* The mount's statistics as one JSON object (malloc'd; NULL when out of memory): the chunk
  * cache (hits, misses, evictions, bytes, entries, capacity), decoding (chunks, failures, seconds),

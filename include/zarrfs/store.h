@@ -54,7 +54,8 @@ typedef struct zf_store_ops {
 
 struct zf_store {
     const zf_store_ops *ops;
-    char *url; /* what the user named, for messages */
+    char *url;   /* what the user named, for messages */
+    bool remote; /* reached over the network */
     /* Counted by the zf_store_* calls (backends start them at zero); read with
      * zf_store_get_stats. */
     _Atomic uint64_t n_requests, n_bytes, n_errors, n_retries;
@@ -72,9 +73,49 @@ void zf_store_count_retry(zf_store *s);
 /* True when key is a relative key that cannot leave the store (see above). "" is not a key. */
 bool zf_key_is_valid(const char *key);
 
-/* Open the store a mount names: a local directory or file:// URL. Errors: ZF_ERR_NOT_FOUND (no
- * such directory), ZF_ERR_UNSUPPORTED (a scheme zarrfs does not serve yet), ZF_ERR_IO. */
-zf_status zf_store_open(const char *url, zf_store **out, zf_err *err);
+/* How remote stores behave (the -o options of the same names). Zero fields take the defaults,
+ * except retries, which is taken as given (0: no retries); with NULL options every field is
+ * the default. */
+typedef struct zf_store_options {
+    bool insecure;            /* insecure: do not verify TLS certificates */
+    unsigned retries;         /* retries=N: retries of a failed request (default 5) */
+    double timeout;           /* timeout=SECONDS: per request, connect included (default 30) */
+    unsigned max_connections; /* max_connections=N: concurrent requests (default 16) */
+    const char *endpoint;     /* S3 endpoint=URL (default https://s3.REGION.amazonaws.com); a
+                                 custom endpoint is addressed path-style, AWS virtual-host style */
+    const char *region;       /* S3 region=R (default $AWS_REGION, $AWS_DEFAULT_REGION, us-east-1) */
+    const char *profile;      /* S3 profile=P in ~/.aws/credentials (default $AWS_PROFILE, default) */
+    bool anonymous;           /* S3 anonymous: unsigned requests (public buckets) */
+} zf_store_options;
+
+#define ZF_STORE_DEFAULT_RETRIES 5
+#define ZF_STORE_DEFAULT_TIMEOUT 30.0
+#define ZF_STORE_DEFAULT_MAX_CONNECTIONS 16
+
+/* Open the store a mount names: a local directory or file:// URL, an http:// or https:// URL, or
+ * s3://bucket/prefix. opts may be NULL (defaults). Errors: ZF_ERR_NOT_FOUND (no such directory),
+ * ZF_ERR_UNSUPPORTED (a scheme zarrfs does not serve), ZF_ERR_INVALID (a malformed URL or
+ * option, e.g. s3:// without a bucket), ZF_ERR_IO. */
+zf_status zf_store_open(const char *url, const zf_store_options *opts, zf_store **out,
+                        zf_err *err);
+
+/* True for stores reached over the network (HTTP, S3): latency, not decoding, bounds them. */
+bool zf_store_is_remote(const zf_store *s);
+
+/* HTTP(S) store below a base URL (v3 "Stores"; any web server: keys are URL paths below it).
+ * get = GET, get_partial/get_suffix = GET with a Range header, stat = HEAD, list_dir = the
+ * server's HTML index page (autoindex) where it makes one (ZF_ERR_UNSUPPORTED where it does not).
+ * 404 and 403 are "not found"; 5xx, 429, timeouts, resets and truncated bodies are retried with
+ * exponential backoff and jitter, then ZF_ERR_IO. */
+zf_status zf_store_http_open(const char *url, const zf_store_options *opts, zf_store **out,
+                             zf_err *err);
+
+/* S3 store at s3://bucket/prefix: SigV4-signed requests (credentials from AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN or ~/.aws/credentials, unless anonymous),
+ * ListObjectsV2 with delimiter and pagination for list_dir. 404 is "not found", 403 an error
+ * (access denied), retries as for HTTP. Secrets never appear in messages or logs. */
+zf_status zf_store_s3_open(const char *url, const zf_store_options *opts, zf_store **out,
+                           zf_err *err);
 
 /* Local file-system store rooted at a directory. Keys map to files below it; every open is
  * confined beneath the root (openat2 RESOLVE_BENEATH), so neither ".." nor a symbolic link can

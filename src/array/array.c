@@ -180,6 +180,7 @@ struct zf_array {
     uint64_t band_chunks;  /* chunks per band: product of grid[1..] */
     uint64_t band_elems;   /* elements of the flat view per band: chunks[0] * product(shape[1..]) */
     uint64_t band_bytes;   /* decoded bytes of one band (saturated) */
+    unsigned readahead;            /* bands to keep a sequential reader ahead by (>= 1) */
     _Atomic uint64_t last_end;     /* byte just past the previous read, to spot sequential reads */
     _Atomic uint64_t next_band;    /* bands below this are already queued for readahead */
 };
@@ -404,6 +405,7 @@ zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta
     a->cache = cache;
     a->pool = pool;
     a->id = array_id;
+    a->readahead = 1;
     a->itemsize = meta->dtype.itemsize;
     a->chunk_nbytes = (size_t)(zf_array_meta_chunk_elems(meta) * a->itemsize);
     a->decoded = (zf_chunk_repr){.ndim = meta->ndim, .dtype = meta->dtype,
@@ -464,6 +466,8 @@ zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta
 }
 
 uint64_t zf_array_nbytes(const zf_array *a) { return a->nbytes; }
+
+void zf_array_set_readahead(zf_array *a, unsigned bands) { a->readahead = bands ? bands : 1; }
 
 void zf_array_close(zf_array *a)
 {
@@ -527,8 +531,9 @@ static bool queue_load(zf_array *a, uint64_t chunk, bool ahead)
     return true;
 }
 
-/* Readahead across bands: while a sequential reader is in band b, decode band b + 1 on the pool,
- * so that it does not stall at every band boundary. Only when two bands fit well in the cache. */
+/* Readahead across bands: while a sequential reader is in band b, decode bands b + 1 ..
+ * b + readahead on the pool, so that it does not stall at every band boundary (for a remote
+ * store: so that fetches overlap). Only as many bands as fit well in the cache. */
 static void readahead_band(zf_array *a, uint64_t offset, size_t len)
 {
     /* Within two request lengths of where the last read ended: the kernel's readahead requests
@@ -536,18 +541,29 @@ static void readahead_band(zf_array *a, uint64_t offset, size_t len)
     uint64_t prev = atomic_exchange(&a->last_end, offset + len);
     uint64_t dist = offset > prev ? offset - prev : prev - offset;
     bool sequential = dist <= 2 * (uint64_t)len;
-    if (!sequential || a->meta->ndim == 0 || a->band_bytes > zf_cache_capacity(a->cache) / 4)
+    uint64_t fit = a->band_bytes ? zf_cache_capacity(a->cache) / 4 / a->band_bytes : 0;
+    uint64_t ahead = a->readahead < fit ? a->readahead : fit;
+    if (!sequential || a->meta->ndim == 0 || ahead == 0)
         return;
     uint64_t next = offset / a->itemsize / a->band_elems + 1; /* the band after this read's */
-    uint64_t queued = atomic_load(&a->next_band);
-    if (queued > next + 1 && atomic_compare_exchange_strong(&a->next_band, &queued, next))
+    uint64_t queued = atomic_load(&a->next_band);              /* bands below it are queued */
+    if (queued > next + ahead && atomic_compare_exchange_strong(&a->next_band, &queued, next))
         queued = next; /* a new pass from further back: read ahead again from here */
-    if (next >= a->grid.grid[0] || queued > next ||
-        !atomic_compare_exchange_strong(&a->next_band, &queued, next + 1))
+    uint64_t end = next + ahead < a->grid.grid[0] ? next + ahead : a->grid.grid[0];
+    if (queued < next)
+        queued = next;
+    while (queued < end) { /* claim the bands [queued, end) */
+        uint64_t seen = atomic_load(&a->next_band);
+        if (seen >= end)
+            return;
+        uint64_t from = seen > queued ? seen : queued;
+        if (!atomic_compare_exchange_strong(&a->next_band, &seen, end))
+            continue;
+        for (uint64_t c = from * a->band_chunks; c < end * a->band_chunks; c++)
+            if (!zf_cache_contains(a->cache, a->id, c) && !queue_load(a, c, true))
+                return;
         return;
-    for (uint64_t c = next * a->band_chunks; c < (next + 1) * a->band_chunks; c++)
-        if (!zf_cache_contains(a->cache, a->id, c) && !queue_load(a, c, true))
-            break;
+    }
 }
 
 static void prefetch(zf_array *a, uint64_t elem_begin, uint64_t elem_end)

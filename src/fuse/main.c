@@ -31,6 +31,10 @@ typedef struct zf_options {
     unsigned threads;
     char *log_level;
     unsigned stats_log;
+    /* remote stores */
+    int insecure, anonymous;
+    unsigned retries, max_connections, readahead; /* retries: UINT_MAX until given */
+    char *timeout, *metadata_ttl, *endpoint, *region, *profile;
     int show_version;
     int show_help;
     int rw;
@@ -40,6 +44,12 @@ typedef struct zf_options {
 static const struct fuse_opt zf_opts[] = {
     ZF_OPT("cache_size=%s", cache_size), ZF_OPT("threads=%u", threads),
     ZF_OPT("log_level=%s", log_level),   ZF_OPT("stats_log=%u", stats_log),
+    ZF_OPT("insecure", insecure),         ZF_OPT("anonymous", anonymous),
+    ZF_OPT("retries=%u", retries),
+    ZF_OPT("timeout=%s", timeout),        ZF_OPT("max_connections=%u", max_connections),
+    ZF_OPT("readahead=%u", readahead),    ZF_OPT("metadata_ttl=%s", metadata_ttl),
+    ZF_OPT("endpoint=%s", endpoint),      ZF_OPT("region=%s", region),
+    ZF_OPT("profile=%s", profile),
     ZF_OPT("--version", show_version),   ZF_OPT("-V", show_version),
     ZF_OPT("--help", show_help),         ZF_OPT("-h", show_help),
     /* mount(8) passes "rw" unless told "ro": noted and dropped (the mount stays read-only). */
@@ -63,10 +73,25 @@ static void usage(const char *prog)
            "                           to stderr with -f, else to syslog\n"
            "    -o stats_log=SECONDS   log the statistics (" ".zarrfs-stats) every SECONDS\n"
            "                           (default: 0, never)\n"
+           "    -o readahead=N         bands of chunks decoded ahead of a sequential reader\n"
+           "                           (default: 1)\n"
+           "\nremote stores (http://, https://, s3://BUCKET/PREFIX):\n"
+           "    -o max_connections=N   concurrent requests (default: %u)\n"
+           "    -o retries=N           retries of a failed request (default: %u)\n"
+           "    -o timeout=SECONDS     per request (default: %g)\n"
+           "    -o metadata_ttl=SECONDS  trust metadata and listings this long (default: 60\n"
+           "                           for remote stores, forever for local ones)\n"
+           "    -o insecure            do not verify TLS certificates (default: verify)\n"
+           "    -o endpoint=URL        S3 endpoint (default: AWS, from the region)\n"
+           "    -o region=R            S3 region (default: $AWS_REGION or us-east-1)\n"
+           "    -o profile=P           ~/.aws/credentials profile (default: $AWS_PROFILE or\n"
+           "                           default)\n"
+           "    -o anonymous           unsigned S3 requests (default: signed)\n\n"
            "    -f                     stay in the foreground (default: background)\n"
            "    -V, --version          print the version\n"
            "    -h, --help             print this help\n\n",
-           prog);
+           prog, ZF_STORE_DEFAULT_MAX_CONNECTIONS, ZF_STORE_DEFAULT_RETRIES,
+           ZF_STORE_DEFAULT_TIMEOUT);
 }
 
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
@@ -103,6 +128,18 @@ static size_t parse_size(const char *s)
     if (v > (SIZE_MAX >> shift))
         return 0;
     return (size_t)(v << shift);
+}
+
+/* "2.5" -> 2.5 seconds (> 0, or >= 0 with zero_ok); false when malformed. */
+static bool parse_seconds(const char *s, bool zero_ok, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= 0) || v > 1e9 || (!zero_ok && v == 0))
+        return false;
+    *out = v;
+    return true;
 }
 
 /* fsname=STORE for /proc/mounts, with ',' and '\' escaped for the -o list. */
@@ -294,7 +331,7 @@ static int run_loop(struct fuse_session *se, const struct fuse_cmdline_opts *cl)
 int main(int argc, char *argv[])
 {
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-    zf_options o = {0};
+    zf_options o = {.retries = UINT_MAX};
     struct fuse_cmdline_opts cl = {0};
     zf_hierarchy *h = NULL;
     struct fuse_session *se = NULL;
@@ -339,14 +376,35 @@ int main(int argc, char *argv[])
 
     zf_hierarchy_options hopts = {.cache_size = parse_size(o.cache_size ? o.cache_size
                                                                         : DEFAULT_CACHE_SIZE),
-                                  .threads = o.threads};
+                                  .threads = o.threads, .readahead = o.readahead};
     if (hopts.cache_size == 0) {
         fprintf(stderr, "zarrfs: -o cache_size=%s: expected a size such as 512M\n", o.cache_size);
         goto out;
     }
+    zf_store_options sopts = {
+        .insecure = o.insecure, .anonymous = o.anonymous,
+        .retries = o.retries == UINT_MAX ? ZF_STORE_DEFAULT_RETRIES : o.retries,
+        .timeout = ZF_STORE_DEFAULT_TIMEOUT,
+        .max_connections = o.max_connections ? o.max_connections
+                                             : ZF_STORE_DEFAULT_MAX_CONNECTIONS,
+        .endpoint = o.endpoint, .region = o.region, .profile = o.profile};
+    if (o.timeout && !parse_seconds(o.timeout, false, &sopts.timeout)) {
+        fprintf(stderr, "zarrfs: -o timeout=%s: expected a number of seconds > 0\n", o.timeout);
+        goto out;
+    }
     zf_store *store;
     zf_err err = {""};
-    zf_status st = zf_store_open(o.store, &store, &err);
+    zf_status st = zf_store_open(o.store, &sopts, &store, &err);
+    hopts.io_threads = sopts.max_connections;
+    if (st == ZF_OK) { /* metadata TTL: as given, else 60 s for remote stores, forever locally */
+        hopts.metadata_ttl = zf_store_is_remote(store) ? 60 : 0;
+        if (o.metadata_ttl && !parse_seconds(o.metadata_ttl, true, &hopts.metadata_ttl)) {
+            fprintf(stderr, "zarrfs: -o metadata_ttl=%s: expected a number of seconds >= 0\n",
+                    o.metadata_ttl);
+            zf_store_close(store);
+            goto out;
+        }
+    }
     if (st == ZF_OK)
         st = zf_hierarchy_open(store, o.store, &hopts, &h, &err);
     if (st != ZF_OK) {
@@ -393,6 +451,11 @@ out:
     free(o.store);
     free(o.cache_size);
     free(o.log_level);
+    free(o.timeout);
+    free(o.metadata_ttl);
+    free(o.endpoint);
+    free(o.region);
+    free(o.profile);
     fuse_opt_free_args(&args);
     return ret;
 }

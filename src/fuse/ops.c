@@ -13,6 +13,14 @@
 #include "zarrfs/log.h"
 
 #define ATTR_TIMEOUT 3600.0 /* metadata does not change under a read-only mount */
+
+/* How long the kernel may trust what lookup and getattr say: the metadata TTL when there is one
+ * (-o metadata_ttl, remote stores), else an hour. */
+static double attr_timeout(zf_hierarchy *h)
+{
+    double ttl = zf_hierarchy_metadata_ttl(h);
+    return ttl > 0 && ttl < ATTR_TIMEOUT ? ttl : ATTR_TIMEOUT;
+}
 #define MAX_REQUEST (1u << 20)
 
 /* The statistics file at the mount root: found by name but never listed (as ZFS's .zfs with
@@ -120,14 +128,20 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         return;
     }
     zf_status st = zf_hierarchy_child(H(req), dir, name, &n, &err);
+    double ttl = zf_hierarchy_metadata_ttl(H(req));
+    if (st == ZF_ERR_NOT_FOUND && ttl > 0) { /* absent names are remembered briefly too */
+        struct fuse_entry_param neg = {.ino = 0, .entry_timeout = ttl < 10 ? ttl : 10};
+        fuse_reply_entry(req, &neg);
+        return;
+    }
     if (st != ZF_OK) {
         char what[600];
         snprintf(what, sizeof what, "%s%s%s", dir->path, dir->path[0] ? "/" : "", name);
         reply_status(req, st, &err, what);
         return;
     }
-    struct fuse_entry_param e = {.ino = n->id, .attr_timeout = ATTR_TIMEOUT,
-                                 .entry_timeout = ATTR_TIMEOUT};
+    struct fuse_entry_param e = {.ino = n->id, .attr_timeout = attr_timeout(H(req)),
+                                 .entry_timeout = attr_timeout(H(req))};
     node_attr(n, &e.attr);
     fuse_reply_entry(req, &e);
 }
@@ -146,7 +160,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         return;
     struct stat st;
     node_attr(n, &st);
-    fuse_reply_attr(req, &st, ATTR_TIMEOUT);
+    fuse_reply_attr(req, &st, attr_timeout(H(req)));
 }
 
 typedef struct dir_handle {

@@ -29,6 +29,9 @@ struct zf_hierarchy {
     zf_cache *cache;
     zf_pool *pool; /* started on the first array open */
     unsigned threads;
+    double ttl;         /* metadata TTL in seconds; 0: forever */
+    unsigned readahead; /* bands */
+    bool warned_unlistable;
     pthread_mutex_t mu;
     zf_node *buckets[NBUCKETS];
     zf_node **by_id; /* by_id[id - 1] */
@@ -327,6 +330,7 @@ static void node_free(zf_node *n)
     if (!n)
         return;
     zf_array_close(n->array);
+    zf_hierarchy_names_free(n->listing, n->nlisting);
     zf_node_meta_free(&n->meta);
     pthread_mutex_destroy(&n->mu);
     free(n->path);
@@ -349,6 +353,29 @@ static zf_node *node_new(const char *path, const char *prefix)
     return n;
 }
 
+static double mono_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Take a node out of the path table (mu held); it stays in by_id for open files. */
+static void unlink_locked(zf_hierarchy *h, zf_node *n)
+{
+    for (zf_node **pp = &h->buckets[hash_path(n->path)]; *pp; pp = &(*pp)->hnext)
+        if (*pp == n) {
+            *pp = n->hnext;
+            n->hnext = NULL;
+            return;
+        }
+}
+
+static bool same_text(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
 static zf_node *find_locked(zf_hierarchy *h, const char *path)
 {
     for (zf_node *o = h->buckets[hash_path(path)]; o; o = o->hnext)
@@ -361,13 +388,17 @@ static zf_node *find_locked(zf_hierarchy *h, const char *path)
 
 zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err)
 {
+    double now = mono_now();
     pthread_mutex_lock(&h->mu);
-    zf_node *n = find_locked(h, path);
-    pthread_mutex_unlock(&h->mu);
-    if (n) {
-        *out = n;
+    zf_node *stale = find_locked(h, path);
+    /* The root keeps its id (FUSE's root inode) and is read once. */
+    if (stale && (h->ttl <= 0 || stale->id == 1 || now - stale->loaded < h->ttl)) {
+        pthread_mutex_unlock(&h->mu);
+        *out = stale;
         return ZF_OK;
     }
+    pthread_mutex_unlock(&h->mu);
+    zf_node *n;
     /* View path -> store prefix; every view path below a root array is absent. */
     const char *prefix = path;
     if (h->root_array_name) {
@@ -381,9 +412,30 @@ zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
     if (!n)
         return ZF_ERR_NOMEM;
     zf_status st = load_meta(h, prefix, &n->meta, &n->mtime, err);
+    n->loaded = now;
+    if (stale && st == ZF_ERR_NOT_FOUND) { /* gone from the store */
+        pthread_mutex_lock(&h->mu);
+        unlink_locked(h, stale);
+        pthread_mutex_unlock(&h->mu);
+    }
     if (st != ZF_OK) {
         node_free(n);
         return st;
+    }
+    if (stale && stale->meta.kind == n->meta.kind &&
+        same_text(stale->meta.metadata_json, n->meta.metadata_json) &&
+        same_text(stale->meta.attributes_json, n->meta.attributes_json)) {
+        pthread_mutex_lock(&h->mu); /* unchanged: trust it for another TTL */
+        stale->loaded = now;
+        pthread_mutex_unlock(&h->mu);
+        node_free(n);
+        *out = stale;
+        return ZF_OK;
+    }
+    if (stale) { /* changed: the new node takes the path */
+        pthread_mutex_lock(&h->mu);
+        unlink_locked(h, stale);
+        pthread_mutex_unlock(&h->mu);
     }
     n->is_dir = n->meta.kind == ZF_NODE_GROUP;
     if (n->is_dir && n->meta.unsupported != ZF_OK) { /* e.g. a must_understand extension */
@@ -589,6 +641,21 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
     zf_status st;
     if (!dir->is_dir)
         return ZF_ERR_INVALID;
+    double now = mono_now();
+    if (h->ttl > 0) { /* a listing younger than the TTL */
+        pthread_mutex_lock(&dir->mu);
+        st = ZF_OK;
+        if (dir->listing && now - dir->listed < h->ttl)
+            for (size_t i = 0; i < dir->nlisting && st == ZF_OK; i++)
+                st = push_name(names, n, &cap, dir->listing[i], strlen(dir->listing[i]));
+        bool hit = dir->listing && now - dir->listed < h->ttl;
+        pthread_mutex_unlock(&dir->mu);
+        if (hit && st == ZF_OK)
+            return ZF_OK;
+        zf_hierarchy_names_free(*names, *n);
+        *names = NULL;
+        *n = cap = 0;
+    }
     if (dir->virtual_root)
         st = push_name(names, n, &cap, h->root_array_name, strlen(h->root_array_name));
     else if (h->format == ZF_FORMAT_V3)
@@ -600,6 +667,33 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
         st = list_consolidated(h, dir->prefix, names, n, &cap);
     else
         st = list_store(h, dir->prefix, v2_docs, names, n, &cap, err);
+    if (st == ZF_ERR_UNSUPPORTED) { /* e.g. a web server without index pages */
+        pthread_mutex_lock(&h->mu);
+        bool warned = h->warned_unlistable;
+        h->warned_unlistable = true;
+        pthread_mutex_unlock(&h->mu);
+        if (!warned)
+            zf_log_warn("%s: the store cannot list the children of a group (%s); nodes can still "
+                        "be opened by their paths", h->store->url,
+                        err && err->msg[0] ? err->msg : "no index pages, no consolidated metadata");
+        st = ZF_OK;
+    }
+    if (st == ZF_OK && h->ttl > 0) { /* keep a copy for the TTL */
+        char **copy = calloc(*n ? *n : 1, sizeof *copy);
+        size_t k = 0;
+        for (; copy && k < *n && ((copy[k] = strdup((*names)[k])) != NULL); k++)
+            ;
+        if (copy && k == *n) {
+            pthread_mutex_lock(&dir->mu);
+            zf_hierarchy_names_free(dir->listing, dir->nlisting);
+            dir->listing = copy;
+            dir->nlisting = k;
+            dir->listed = now;
+            pthread_mutex_unlock(&dir->mu);
+        } else {
+            zf_hierarchy_names_free(copy, k);
+        }
+    }
     if (st != ZF_OK) {
         zf_hierarchy_names_free(*names, *n);
         *names = NULL;
@@ -627,6 +721,8 @@ zf_status zf_hierarchy_array(zf_hierarchy *h, zf_node *node, zf_array **out, zf_
         st = dp ? zf_array_open(h->store, dp, &node->meta.array, h->cache, h->pool, node->id,
                                 &node->array, err)
                 : ZF_ERR_NOMEM;
+        if (st == ZF_OK)
+            zf_array_set_readahead(node->array, h->readahead);
         free(dp);
     }
     *out = node->array;
@@ -635,6 +731,8 @@ zf_status zf_hierarchy_array(zf_hierarchy *h, zf_node *node, zf_array **out, zf_
 }
 
 zf_cache *zf_hierarchy_cache(zf_hierarchy *h) { return h->cache; }
+
+double zf_hierarchy_metadata_ttl(const zf_hierarchy *h) { return h->ttl; }
 
 char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
 {
@@ -762,6 +860,10 @@ zf_status zf_hierarchy_open(zf_store *store, const char *store_name,
     clock_gettime(CLOCK_REALTIME, &h->root_mtime);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     h->threads = opts->threads ? opts->threads : (unsigned)(ncpu > 0 ? ncpu : 1);
+    if (zf_store_is_remote(store) && h->threads < opts->io_threads)
+        h->threads = opts->io_threads; /* workers mostly wait for the network */
+    h->ttl = opts->metadata_ttl;
+    h->readahead = opts->readahead;
     zf_status st;
     if ((st = zf_cache_new(opts->cache_size, &h->cache)) != ZF_OK)
         goto fail;

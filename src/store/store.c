@@ -38,17 +38,27 @@ bool zf_key_is_valid(const char *key)
     }
 }
 
-zf_status zf_store_open(const char *url, zf_store **out, zf_err *err)
+zf_status zf_store_open(const char *url, const zf_store_options *opts, zf_store **out,
+                        zf_err *err)
 {
-    const char *path = url;
-    if (strncmp(url, "file://", 7) == 0) {
-        path = url + 7;
-    } else if (strstr(url, "://")) {
-        return zf_fail(err, ZF_ERR_UNSUPPORTED, "%s: this kind of store is not supported yet",
-                       url);
-    }
-    return zf_store_file_open(path, out, err);
+    static const zf_store_options defaults = {.retries = ZF_STORE_DEFAULT_RETRIES,
+                                              .timeout = ZF_STORE_DEFAULT_TIMEOUT,
+                                              .max_connections =
+                                                  ZF_STORE_DEFAULT_MAX_CONNECTIONS};
+    if (!opts)
+        opts = &defaults;
+    if (strncmp(url, "file://", 7) == 0)
+        return zf_store_file_open(url + 7, out, err);
+    if (strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0)
+        return zf_store_http_open(url, opts, out, err);
+    if (strncmp(url, "s3://", 5) == 0)
+        return zf_store_s3_open(url, opts, out, err);
+    if (strstr(url, "://"))
+        return zf_fail(err, ZF_ERR_UNSUPPORTED, "%s: this kind of store is not supported", url);
+    return zf_store_file_open(url, out, err);
 }
+
+bool zf_store_is_remote(const zf_store *s) { return s->remote; }
 
 static zf_status check_key(const char *key, bool allow_root, zf_err *err)
 {

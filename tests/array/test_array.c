@@ -156,7 +156,7 @@ static void open_fixture(fixture *fx, const char *fill, size_t cache_size, bool 
 {
     write_array(fill);
     zf_err err = {""};
-    ck_assert_int_eq(zf_store_open(dir, &fx->store, &err), ZF_OK);
+    ck_assert_int_eq(zf_store_open(dir, NULL, &fx->store, &err), ZF_OK);
     zf_bytes doc;
     ck_assert_int_eq(zf_store_get(fx->store, ".zarray", &doc, &err), ZF_OK);
     ck_assert_int_eq(zf_meta_parse_v2_array(".zarray", (char *)doc.data, doc.len, NULL, &fx->meta,
@@ -304,7 +304,7 @@ START_TEST(a_second_pass_reads_ahead_again)
     }
     fixture fx;
     zf_err err = {""};
-    ck_assert_int_eq(zf_store_open(tmpl, &fx.store, &err), ZF_OK);
+    ck_assert_int_eq(zf_store_open(tmpl, NULL, &fx.store, &err), ZF_OK);
     zf_bytes doc;
     ck_assert_int_eq(zf_store_get(fx.store, ".zarray", &doc, &err), ZF_OK);
     ck_assert_int_eq(zf_meta_parse_v2_array(".zarray", (char *)doc.data, doc.len, NULL, &fx.meta,

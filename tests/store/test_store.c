@@ -59,7 +59,7 @@ START_TEST(get_partial_stat_list)
     setup();
     zf_store *s;
     zf_err err = {""};
-    ck_assert_int_eq(zf_store_open(root, &s, &err), ZF_OK);
+    ck_assert_int_eq(zf_store_open(root, NULL, &s, &err), ZF_OK);
     zf_bytes b;
     ck_assert_int_eq(zf_store_get(s, "a/.zarray", &b, &err), ZF_OK);
     ck_assert_uint_eq(b.len, 10);
@@ -110,7 +110,7 @@ START_TEST(never_leaves_the_store)
     setup();
     zf_store *s;
     zf_err err = {""};
-    ck_assert_int_eq(zf_store_open(root, &s, &err), ZF_OK);
+    ck_assert_int_eq(zf_store_open(root, NULL, &s, &err), ZF_OK);
     zf_bytes b;
     ck_assert_int_eq(zf_store_get(s, "../secret", &b, &err), ZF_ERR_INVALID);
     ck_assert_int_eq(zf_store_get(s, "a/../../secret", &b, &err), ZF_ERR_INVALID);
@@ -128,10 +128,10 @@ START_TEST(open_errors)
 {
     zf_store *s;
     zf_err err = {""};
-    ck_assert_int_eq(zf_store_open("/nonexistent/zarrfs", &s, &err), ZF_ERR_NOT_FOUND);
-    ck_assert_int_eq(zf_store_open("/etc/hostname", &s, &err), ZF_ERR_IO);
+    ck_assert_int_eq(zf_store_open("/nonexistent/zarrfs", NULL, &s, &err), ZF_ERR_NOT_FOUND);
+    ck_assert_int_eq(zf_store_open("/etc/hostname", NULL, &s, &err), ZF_ERR_IO);
     ck_assert_msg(strstr(err.msg, "not a directory") != NULL, "%s", err.msg);
-    ck_assert_int_eq(zf_store_open("gopher://x/y", &s, &err), ZF_ERR_UNSUPPORTED);
+    ck_assert_int_eq(zf_store_open("gopher://x/y", NULL, &s, &err), ZF_ERR_UNSUPPORTED);
 }
 END_TEST
 
