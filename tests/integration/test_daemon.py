@@ -347,6 +347,39 @@ class Daemon(zfmount.TestCase):
             self.assertTrue(opts and "ro" in opts[-1].split(","), opts)
         log("  -o rw: warned, mounted ro, writes EROFS")
 
+    def test_09_metadata_ttl(self):
+        """-o metadata_ttl=2: within the TTL the old metadata and listing are served; after it,
+        changed attributes, a new array and a removed one show. Without the option (a local
+        store) a node's metadata is read once, and each opendir lists the store."""
+        for ttl in (2, None):
+            store = make_store("ttl%s" % ttl)
+            opts = ["metadata_ttl=%s" % ttl] if ttl else []
+            with zfmount.Mount(store, options=opts, label="ttl") as m:
+                self.assertEqual(json.loads(os.getxattr(m.path("a"), "user.zarr.attributes")), {})
+                self.assertEqual(sorted(os.listdir(m.mnt)), ["a", "obj"])
+                with open(os.path.join(store, "a", ".zattrs"), "w") as f:
+                    json.dump({"v": 2}, f)
+                g = zarr.open_group(store, mode="a")
+                g.create_dataset("b", shape=(3,), dtype="<u2", fill_value=7)
+                shutil.rmtree(os.path.join(store, "obj"))
+                self.assertEqual(json.loads(os.getxattr(m.path("a"), "user.zarr.attributes")), {},
+                                 "changed before the TTL ran out")
+                if ttl:  # listings are kept for the TTL (without one, each opendir lists)
+                    self.assertEqual(sorted(os.listdir(m.mnt)), ["a", "obj"])
+                time.sleep(2.5)
+                attrs = json.loads(os.getxattr(m.path("a"), "user.zarr.attributes"))
+                names = sorted(os.listdir(m.mnt))
+                if ttl:
+                    self.assertEqual(attrs, {"v": 2})
+                    self.assertEqual(names, ["a", "b"])
+                    with open(m.path("b"), "rb") as f:
+                        self.assertEqual(f.read(), np.full(3, 7, "<u2").tobytes())
+                    self.assertFalse(os.path.exists(m.path("obj")))
+                else:
+                    self.assertEqual(attrs, {})
+                    self.assertEqual(names, ["a", "b"])
+        log("  metadata_ttl=2: old within the TTL, new after; default local: read once")
+
 
 if __name__ == "__main__":
     zfmount.main()
