@@ -104,8 +104,9 @@ bool zf_store_is_remote(const zf_store *s);
 
 /* HTTP(S) store below a base URL (v3 "Stores"; any web server: keys are URL paths below it).
  * get = GET, get_partial/get_suffix = GET with a Range header, stat = HEAD, list_dir = the
- * server's HTML index page (autoindex) where it makes one (ZF_ERR_UNSUPPORTED where it does not).
- * 404 and 403 are "not found"; 5xx, 429, timeouts, resets and truncated bodies are retried with
+ * server's HTML index page (autoindex) where it makes one (ZF_ERR_UNSUPPORTED where it does not,
+ * including a 403 for a directory: nginx and Apache refuse unindexed directories that way).
+ * For values, 404, 410 and 403 are "not found"; 5xx, 429, timeouts, resets and truncated bodies are retried with
  * exponential backoff and jitter, then ZF_ERR_IO. */
 zf_status zf_store_http_open(const char *url, const zf_store_options *opts, zf_store **out,
                              zf_err *err);

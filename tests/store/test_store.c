@@ -9,7 +9,7 @@
 
 #include "zarrfs/store.h"
 
-#include "../check_main.h"
+#include "store_tests.h"
 
 static char root[256], outside[256];
 
@@ -135,4 +135,12 @@ START_TEST(open_errors)
 }
 END_TEST
 
-ZF_CHECK_MAIN("store", key_validation, get_partial_stat_list, never_leaves_the_store, open_errors)
+TCase *store_file_tcase(void)
+{
+    TCase *tc = tcase_create("file");
+    tcase_add_test(tc, key_validation);
+    tcase_add_test(tc, get_partial_stat_list);
+    tcase_add_test(tc, never_leaves_the_store);
+    tcase_add_test(tc, open_errors);
+    return tc;
+}

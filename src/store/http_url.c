@@ -1,0 +1,148 @@
+/* http_url.c — percent-encoding of keys into URLs, and the listing helpers the remote stores
+ * share. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_impl.h"
+
+static bool unreserved(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+char *zf_url_encode(const char *s, size_t n, bool keep_slash)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    if (n > (SIZE_MAX - 1) / 3)
+        return NULL;
+    char *out = malloc(3 * n + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (unreserved(c) || (keep_slash && c == '/')) {
+            *o++ = (char)c;
+        } else {
+            *o++ = '%';
+            *o++ = hex[c >> 4];
+            *o++ = hex[c & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+char *zf_url_join_key(const char *base, const char *key, bool trailing_slash)
+{
+    /* Keys are validated ('/'-separated, no empty segments), so encoding the whole key with '/'
+     * kept encodes each segment on its own. */
+    char *enc = zf_url_encode(key, strlen(key), true);
+    if (!enc)
+        return NULL;
+    size_t bl = strlen(base), el = strlen(enc);
+    char *out = malloc(bl + el + 3);
+    if (out) {
+        memcpy(out, base, bl);
+        size_t o = bl;
+        if (el || trailing_slash)
+            out[o++] = '/';
+        memcpy(out + o, enc, el);
+        o += el;
+        if (el && trailing_slash)
+            out[o++] = '/';
+        out[o] = '\0';
+    }
+    free(enc);
+    return out;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+char *zf_url_decode(const char *s, size_t n, size_t *len)
+{
+    char *out = malloc(n + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        int hi, lo;
+        if (s[i] == '%' && i + 2 < n && (hi = hexval(s[i + 1])) >= 0 &&
+            (lo = hexval(s[i + 2])) >= 0) {
+            *o++ = (char)(hi << 4 | lo);
+            i += 2;
+        } else {
+            *o++ = s[i];
+        }
+    }
+    *o = '\0';
+    *len = (size_t)(o - out);
+    return out;
+}
+
+char *zf_url_redact(const char *url)
+{
+    const char *auth = strstr(url, "://");
+    auth = auth ? auth + 3 : url;
+    size_t hl = strcspn(auth, "/?#");
+    const char *at = memrchr(auth, '@', hl);
+    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    if (!colon)
+        return strdup(url);
+    size_t pre = (size_t)(colon + 1 - url), rest = strlen(at);
+    char *out = malloc(pre + 3 + rest + 1);
+    if (!out)
+        return NULL;
+    memcpy(out, url, pre);
+    memcpy(out + pre, "***", 3);
+    memcpy(out + pre + 3, at, rest + 1);
+    return out;
+}
+
+bool zf_listing_add(zf_store_listing *l, size_t *cap, const char *name, size_t n, bool is_prefix)
+{
+    if (l->n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        zf_store_entry *ne = realloc(l->entries, nc * sizeof *ne);
+        if (!ne)
+            return false;
+        l->entries = ne;
+        *cap = nc;
+    }
+    char *copy = strndup(name, n);
+    if (!copy)
+        return false;
+    l->entries[l->n].name = copy;
+    l->entries[l->n++].is_prefix = is_prefix;
+    return true;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const zf_store_entry *)a)->name, ((const zf_store_entry *)b)->name);
+}
+
+void zf_listing_sort_unique(zf_store_listing *l)
+{
+    if (l->n < 2)
+        return;
+    qsort(l->entries, l->n, sizeof *l->entries, by_name);
+    size_t w = 0;
+    for (size_t r = 1; r < l->n; r++) {
+        if (strcmp(l->entries[w].name, l->entries[r].name) == 0) {
+            l->entries[w].is_prefix |= l->entries[r].is_prefix;
+            free(l->entries[r].name);
+        } else {
+            l->entries[++w] = l->entries[r];
+        }
+    }
+    l->n = w + 1;
+}

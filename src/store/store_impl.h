@@ -1,0 +1,163 @@
+/* store_impl.h — inside src/store/: the HTTP transport shared by the HTTP(S) and S3 stores, URL
+ * encoding, and the parsers of what remote servers answer (HTML index pages, S3 ListObjectsV2 and
+ * error documents, AWS credentials files). Declared here, not in include/, so that only the
+ * backends and their unit tests (tests/store/) use them. */
+#ifndef ZARRFS_STORE_IMPL_H
+#define ZARRFS_STORE_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "zarrfs/status.h"
+#include "zarrfs/store.h"
+
+/* Largest value a remote store returns (a Content-Length above it is refused, a body without one
+ * is cut off there), and largest listing page it reads. */
+#define ZF_HTTP_MAX_VALUE ((uint64_t)4 << 30)
+#define ZF_HTTP_MAX_LISTING ((uint64_t)256 << 20)
+
+/* Backoff before retry n (0-based): a uniformly random delay in [0, min(cap, base * 2^n)]
+ * ("full jitter"). */
+#define ZF_HTTP_BACKOFF_BASE_MS 100
+#define ZF_HTTP_BACKOFF_CAP_MS 5000
+
+/* ---- transport ------------------------------------------------------------------------------ */
+
+typedef struct zf_http zf_http;
+
+typedef struct zf_http_config {
+    const zf_store_options *opts; /* insecure, retries (as given), timeout, max_connections (0 = default) */
+    /* S3 signing, all NULL for unsigned requests. Copied; the secret is wiped on destroy and
+     * never appears in a message. */
+    const char *sigv4;         /* CURLOPT_AWS_SIGV4, "aws:amz:REGION:s3" */
+    const char *access_key;    /* user name of the signature */
+    const char *secret_key;    /* its password */
+    const char *session_token; /* sent as x-amz-security-token (signed) when non-NULL */
+} zf_http_config;
+
+zf_status zf_http_create(const zf_http_config *cfg, zf_http **out, zf_err *err);
+void zf_http_destroy(zf_http *h);
+
+typedef enum zf_http_kind {
+    ZF_HTTP_HEAD,   /* HEAD: headers only */
+    ZF_HTTP_GET,    /* GET: the whole body */
+    ZF_HTTP_RANGE,  /* GET bytes [offset, offset + len) (len > 0; UINT64_MAX: to the end) */
+    ZF_HTTP_SUFFIX, /* GET the last len bytes (len > 0) */
+} zf_http_kind;
+
+typedef struct zf_http_request {
+    const char *url;  /* already percent-encoded */
+    const char *what; /* the key, for messages */
+    zf_http_kind kind;
+    uint64_t offset, len;
+    uint64_t max_body; /* 0: ZF_HTTP_MAX_VALUE */
+} zf_http_request;
+
+typedef struct zf_http_response {
+    long status;      /* final HTTP status */
+    char reason[64];  /* its reason phrase (may be empty, HTTP/2 has none) */
+    /* 2xx: exactly the bytes asked for (the range, sliced out of a 200 when the server ignored
+     * the Range header; the suffix); otherwise up to 64 KiB of the error body, NUL-terminated. */
+    zf_bytes body;
+    bool has_total;   /* the value's whole size is known: */
+    uint64_t total;   /* from Content-Range, or the Content-Length of a 200/HEAD */
+    struct timespec mtime; /* Last-Modified, zero when absent */
+    char content_type[128];
+    char bucket_region[64]; /* x-amz-bucket-region (S3 wrong-region answers) */
+    bool dir_redirect; /* the server redirected a key to "key/" (a directory, not a value) */
+} zf_http_response;
+
+/* One request with retries: 5xx, 429, 408, timeouts, connection failures and truncated bodies are
+ * retried up to the configured count with backoff (counted with zf_store_count_retry(s)), then
+ * ZF_ERR_IO naming req->what and the last failure. Otherwise ZF_OK with the final response for
+ * the caller to interpret: a 2xx with a complete body, or any other status (404, 403, 416, ...).
+ * ZF_ERR_IO also for failures that are not retried (TLS verification, too large, malformed);
+ * ZF_ERR_NOMEM. resp is zeroed first; free it with zf_http_response_free. */
+zf_status zf_http_perform(zf_http *h, zf_store *s, const zf_http_request *req,
+                          zf_http_response *resp, zf_err *err);
+void zf_http_response_free(zf_http_response *resp);
+
+/* A zero-length value (a 1-byte allocation, so that data is never NULL on success). */
+zf_status zf_bytes_empty(zf_bytes *out);
+
+/* get_suffix for HTTP-like stores: the last len bytes of key and its size. request performs the
+ * suffix request (its non-2xx statuses already turned into errors, except 416), stat answers a
+ * 416 (an empty value has no suffix). */
+typedef zf_status (*zf_suffix_request_fn)(zf_store *s, const char *key, uint64_t len,
+                                          zf_http_response *r, zf_err *err);
+typedef zf_status (*zf_stat_fn)(zf_store *s, const char *key, uint64_t *size,
+                                struct timespec *mtime, zf_err *err);
+zf_status zf_http_get_suffix(zf_store *s, const char *key, uint64_t len, zf_suffix_request_fn request,
+                             zf_stat_fn stat, zf_bytes *out, uint64_t *total, zf_err *err);
+
+/* "404 Not Found" (reason phrase when the server sent one, else a known one, else "HTTP 404"). */
+void zf_http_status_text(const zf_http_response *resp, char *buf, size_t n);
+
+/* ---- URLs ----------------------------------------------------------------------------------- */
+
+/* Percent-encode n bytes of s: RFC 3986 unreserved characters (ALPHA DIGIT - . _ ~) are kept, and
+ * '/' too when keep_slash; everything else becomes %XX (upper-case hex), as SigV4 wants it.
+ * malloc'ed; NULL when out of memory. */
+char *zf_url_encode(const char *s, size_t n, bool keep_slash);
+/* base + "/" + key with each segment of key percent-encoded; key "" gives base + "/" when
+ * trailing_slash, else base; trailing_slash appends "/" after a non-empty key too. */
+char *zf_url_join_key(const char *base, const char *key, bool trailing_slash);
+/* Percent-decode n bytes (a '%' not followed by two hex digits is kept as it is), NUL-terminated,
+ * its length in *len (a decoded %00 makes it differ from strlen). NULL when out of memory. */
+char *zf_url_decode(const char *s, size_t n, size_t *len);
+/* http(s)://user:password@host/... → http(s)://user:***@host/... (a copy for messages). */
+char *zf_url_redact(const char *url);
+
+/* ---- listings ------------------------------------------------------------------------------- */
+
+/* Append one entry (a copy of n bytes of name). false when out of memory. */
+bool zf_listing_add(zf_store_listing *l, size_t *cap, const char *name, size_t n, bool is_prefix);
+/* Sort by name and merge duplicates (a name seen as a prefix stays a prefix). */
+void zf_listing_sort_unique(zf_store_listing *l);
+
+/* The children named by an HTML directory index page (nginx autoindex, Apache mod_autoindex,
+ * Python's http.server, lighttpd, ...): each href that is one relative path segment, percent-
+ * and entity-decoded; "name/" is a prefix, "name" a key. Parent, sort (?C=N;O=D), absolute,
+ * fragment and query links are skipped. ZF_ERR_UNSUPPORTED when the page is not an index (no
+ * links and no "Index of"/"Directory listing for" heading). */
+zf_status zf_html_index_parse(const char *html, size_t len, zf_store_listing *out, zf_err *err);
+
+/* One page of an S3 ListObjectsV2 answer. Keys (Contents/Key) and common prefixes
+ * (CommonPrefixes/Prefix) that lie directly below prefix (which ends with '/', or is "") are
+ * appended to out, relative to it, prefixes without their trailing '/'. *n_raw counts every Key
+ * and Prefix element of the page (a folder marker "prefix/" counts but is not listed). *next_token
+ * is the NextContinuationToken when IsTruncated is true (malloc'ed), else NULL. ZF_ERR_IO for a
+ * document that is not a ListBucketResult. */
+zf_status zf_s3_list_parse(const char *xml, size_t len, const char *prefix, zf_store_listing *out,
+                           size_t *cap, size_t *n_raw, char **next_token, zf_err *err);
+/* For tests: when non-zero, S3 listings ask for pages of at most this many names (max-keys), to
+ * exercise continuation tokens. */
+extern unsigned zf_s3_list_max_keys;
+/* Code and Message of an S3 <Error> document; false when xml is not one. */
+bool zf_s3_error_parse(const char *xml, size_t len, char *code, size_t code_n, char *msg,
+                       size_t msg_n);
+
+/* ---- AWS configuration ---------------------------------------------------------------------- */
+
+/* The value of key in [section] of an INI text as the AWS CLI reads ~/.aws/credentials and
+ * ~/.aws/config: '#' and ';' comment lines, blanks around names, "=" or ":", key names
+ * case-insensitive. malloc'ed into *out; false when absent (or out of memory). */
+bool zf_ini_get(const char *text, const char *section, const char *key, char **out);
+
+typedef struct zf_aws_credentials {
+    char *access_key, *secret_key, *session_token; /* session_token may be NULL */
+    char source[128]; /* where they came from, for messages: "environment", "profile default in
+                         /root/.aws/credentials" */
+} zf_aws_credentials;
+/* Credentials: with profile NULL, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY(/AWS_SESSION_TOKEN)
+ * when set, else [$AWS_PROFILE or default] of $AWS_SHARED_CREDENTIALS_FILE or
+ * ~/.aws/credentials; with a profile, that profile of the file. ZF_ERR_NOT_FOUND (with a message
+ * saying where zarrfs looked) when there are none; ZF_ERR_INVALID for half of a pair. */
+zf_status zf_aws_credentials_load(const char *profile, zf_aws_credentials *out, zf_err *err);
+void zf_aws_credentials_free(zf_aws_credentials *c);
+/* The region of [profile P] (or [default]) in $AWS_CONFIG_FILE or ~/.aws/config; NULL if none. */
+char *zf_aws_config_region(const char *profile);
+
+#endif

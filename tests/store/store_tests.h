@@ -1,0 +1,33 @@
+/* store_tests.h — the test cases of the store unit tests, one per file, run by test_main.c. */
+#ifndef ZARRFS_TESTS_STORE_TESTS_H
+#define ZARRFS_TESTS_STORE_TESTS_H
+
+#include <check.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+TCase *store_file_tcase(void);   /* test_store.c: the local file-system store */
+TCase *store_parse_tcase(void);  /* test_remote_parse.c: index pages, S3 XML, AWS files, URLs */
+TCase *store_http_tcase(void);   /* test_remote_http.c: the HTTP store against local servers */
+TCase *store_s3_tcase(void);     /* test_remote_s3.c: the S3 store against s3_test_server.py */
+
+#ifndef STORE_TEST_SRCDIR
+#define STORE_TEST_SRCDIR "."
+#endif
+#define TEST_PYTHON "/usr/bin/python3"
+
+/* A server started by a test (servers.c): a child that ends with its test (its stdin closes,
+ * PR_SET_PDEATHSIG). */
+typedef struct test_server {
+    pid_t pid;
+    int in_fd;
+    int port;
+} test_server;
+/* Run argv (argv[0] a path), its stderr to /dev/null when quiet, and read the port it listens on
+ * from its first line of output: the first number after port_marker (NULL: the line). false,
+ * having said why, when TEST_PYTHON is missing. */
+bool test_server_start(test_server *sv, const char *const argv[], const char *port_marker,
+                       bool quiet);
+void test_server_stop(test_server *sv);
+
+#endif
