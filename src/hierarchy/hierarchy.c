@@ -508,12 +508,13 @@ static zf_status push_name(char ***names, size_t *n, size_t *cap, const char *na
     return ZF_OK;
 }
 
-/* Children from v3 consolidated metadata: entries "<prefix>/<child>" (keys are node paths). */
-static zf_status list_consolidated_v3(zf_hierarchy *h, const char *prefix, char ***names,
-                                      size_t *n, size_t *cap)
+/* Children from v3 consolidated metadata md: entries "<prefix>/<child>" (keys are node paths
+ * relative to the group holding md). */
+static zf_status list_consolidated_v3(zf_hierarchy *h, yajl_val md, const char *prefix,
+                                      char ***names, size_t *n, size_t *cap)
 {
+    (void)h;
     size_t pl = strlen(prefix);
-    yajl_val md = h->consolidated;
     for (size_t i = 0; i < md->u.object.len; i++) {
         const char *key = md->u.object.keys[i];
         if (!zf_key_is_valid(key)) {
@@ -530,6 +531,25 @@ static zf_status list_consolidated_v3(zf_hierarchy *h, const char *prefix, char 
             return st;
     }
     return ZF_OK;
+}
+
+/* Children of a v3 group from its own inline consolidated_metadata (zarr-python 3 may consolidate
+ * below the root). ZF_ERR_NOT_FOUND when it has none. */
+static zf_status list_own_consolidated(zf_hierarchy *h, zf_node *dir, char ***names, size_t *n,
+                                       size_t *cap)
+{
+    const char *text = dir->meta.metadata_json;
+    yajl_val doc;
+    if (!text || zf_json_parse("zarr.json", text, strlen(text), &doc, NULL) != ZF_OK)
+        return ZF_ERR_NOT_FOUND;
+    yajl_val cm = zf_json_get(doc, "consolidated_metadata");
+    yajl_val kind = zf_json_get(cm, "kind"), md = zf_json_get(cm, "metadata");
+    zf_status st = ZF_ERR_NOT_FOUND;
+    if (YAJL_IS_STRING(kind) && strcmp(kind->u.string, "inline") == 0 && YAJL_IS_OBJECT(md) &&
+        md->u.object.len > 0)
+        st = list_consolidated_v3(h, md, "", names, n, cap);
+    yajl_tree_free(doc);
+    return st;
 }
 
 /* Children of a draft group: "X.array.json", "X.group.json" and prefixes X (implicit groups). */
@@ -658,9 +678,13 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
     }
     if (dir->virtual_root)
         st = push_name(names, n, &cap, h->root_array_name, strlen(h->root_array_name));
+    else if (h->format == ZF_FORMAT_V3 && h->consolidated)
+        st = list_consolidated_v3(h, h->consolidated, dir->prefix, names, n, &cap);
+    else if (h->format == ZF_FORMAT_V3 && (st = list_own_consolidated(h, dir, names, n, &cap)) !=
+                                              ZF_ERR_NOT_FOUND)
+        ; /* the group's own consolidated metadata */
     else if (h->format == ZF_FORMAT_V3)
-        st = h->consolidated ? list_consolidated_v3(h, dir->prefix, names, n, &cap)
-                             : list_store(h, dir->prefix, v3_docs, names, n, &cap, err);
+        st = list_store(h, dir->prefix, v3_docs, names, n, &cap, err);
     else if (h->format != ZF_FORMAT_V2)
         st = list_draft(h, dir->prefix, names, n, &cap, err);
     else if (h->consolidated)
