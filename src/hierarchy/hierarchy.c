@@ -533,22 +533,54 @@ static zf_status list_consolidated_v3(zf_hierarchy *h, yajl_val md, const char *
     return ZF_OK;
 }
 
-/* Children of a v3 group from its own inline consolidated_metadata (zarr-python 3 may consolidate
- * below the root). ZF_ERR_NOT_FOUND when it has none. */
+/* The inline consolidated metadata ("metadata" object, non-empty) of a v3 node's document;
+ * *doc is to be freed by the caller. NULL when it has none. */
+static yajl_val own_consolidated(const zf_node *n, yajl_val *doc)
+{
+    const char *text = n->meta.metadata_json;
+    *doc = NULL;
+    if (!text || zf_json_parse("zarr.json", text, strlen(text), doc, NULL) != ZF_OK)
+        return NULL;
+    yajl_val cm = zf_json_get(*doc, "consolidated_metadata");
+    yajl_val kind = zf_json_get(cm, "kind"), md = zf_json_get(cm, "metadata");
+    if (YAJL_IS_STRING(kind) && strcmp(kind->u.string, "inline") == 0 && YAJL_IS_OBJECT(md) &&
+        md->u.object.len > 0)
+        return md;
+    yajl_tree_free(*doc);
+    *doc = NULL;
+    return NULL;
+}
+
+/* Children of a v3 group from the inline consolidated metadata of the group itself or of its
+ * nearest ancestor that has some (zarr-python 3 may consolidate below the root; its keys are
+ * paths relative to that group). ZF_ERR_NOT_FOUND when none has any. */
 static zf_status list_own_consolidated(zf_hierarchy *h, zf_node *dir, char ***names, size_t *n,
                                        size_t *cap)
 {
-    const char *text = dir->meta.metadata_json;
-    yajl_val doc;
-    if (!text || zf_json_parse("zarr.json", text, strlen(text), &doc, NULL) != ZF_OK)
-        return ZF_ERR_NOT_FOUND;
-    yajl_val cm = zf_json_get(doc, "consolidated_metadata");
-    yajl_val kind = zf_json_get(cm, "kind"), md = zf_json_get(cm, "metadata");
+    char *anc = strdup(dir->path);
+    if (!anc)
+        return ZF_ERR_NOMEM;
     zf_status st = ZF_ERR_NOT_FOUND;
-    if (YAJL_IS_STRING(kind) && strcmp(kind->u.string, "inline") == 0 && YAJL_IS_OBJECT(md) &&
-        md->u.object.len > 0)
-        st = list_consolidated_v3(h, md, "", names, n, cap);
-    yajl_tree_free(doc);
+    for (;;) {
+        zf_node *a;
+        yajl_val doc, md = NULL;
+        if (zf_hierarchy_lookup(h, anc, &a, NULL) == ZF_OK && a->is_dir &&
+            (md = own_consolidated(a, &doc)) != NULL) {
+            size_t al = strlen(anc);
+            const char *rel = dir->path + al + (al && dir->path[al] == '/');
+            st = list_consolidated_v3(h, md, rel, names, n, cap);
+            yajl_tree_free(doc);
+            break;
+        }
+        if (!anc[0])
+            break;
+        char *slash = strrchr(anc, '/');
+        if (slash)
+            *slash = '\0';
+        else
+            anc[0] = '\0';
+    }
+    free(anc);
     return st;
 }
 
