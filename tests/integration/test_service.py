@@ -943,14 +943,31 @@ class MountHelper(zfmount.TestCase):
     def test_03_fstab(self):
         """Each local fstab line of the man page (source and mount point replaced) mounts with
         `mount -T FSTAB MNT`, reads right and ends with umount(8); a remote one (http(s)/s3 with
-        _netdev,nofail) is refused with "not supported yet" and leaves nothing mounted."""
+        _netdev,nofail), its server replaced by a closed port of 127.0.0.1 (an S3 line gets
+        endpoint= that port and dummy credentials), fails with a clear connection error and
+        leaves nothing mounted."""
         fstab = os.path.join(WORK, "fstab")
         for src, opts in self.fstab_lines():
             with self.subTest(source=src, options=opts):
                 remote = "://" in src
+                if remote:
+                    # never the network: the same scheme and path on a closed local port
+                    with socket.socket() as sk:
+                        sk.bind(("127.0.0.1", 0))
+                        port = sk.getsockname()[1]
+                    scheme, _, rest = src.partition("://")
+                    if scheme == "s3":
+                        source = src
+                        opts_used = opts + ",endpoint=http://127.0.0.1:%d" % port
+                    else:
+                        source = "%s://127.0.0.1:%d/%s" % (scheme, port, rest.partition("/")[2])
+                        opts_used = opts
+                    opts_used += ",retries=1,timeout=5"
+                else:
+                    source, opts_used = STORE, opts
                 with open(fstab, "w") as f:
                     f.write("# zarrfs test fstab\n%s  %s  fuse.zarrfs  %s  0  0\n"
-                            % (src if remote else STORE, self.mnt, opts))
+                            % (source, self.mnt, opts_used))
                 if not remote:
                     argv, options = self.mounted_and_reads(["mount", "-T", fstab, self.mnt],
                                                            "mount -T (%s)" % opts,
@@ -958,15 +975,21 @@ class MountHelper(zfmount.TestCase):
                                                            unmount=("umount",))
                     log("  fstab %-70s -> zarrfs %s" % (opts, " ".join(argv)))
                     continue
+                env = dict(os.environ, AWS_ACCESS_KEY_ID="AKIAZARRFSFSTABTEST0",
+                           AWS_SECRET_ACCESS_KEY="zarrfs-fstab-test-secret")
                 bg = BgMount(self.mnt, "remote")
                 try:
-                    r = zfmount.run(["mount", "-T", fstab, self.mnt], timeout=30)
-                    self.assertNotEqual(r.returncode, 0, "mounting %s succeeded?" % src)
-                    self.assertIn("not supported yet", r.stderr)
+                    r = zfmount.run(["mount", "-T", fstab, self.mnt], timeout=60, env=env)
+                    self.assertNotEqual(r.returncode, 0, "mounting %s succeeded?" % source)
+                    self.assertNotIn("not supported", r.stderr)
+                    self.assertRegex(r.stderr, r"(?i)(connect|refused)",
+                                     "no connection error for %s" % source)
+                    self.assertIn("127.0.0.1", r.stderr)
                     self.assertFalse(zfmount.anything_mounted_at(self.mnt))
                 finally:
                     bg.stop()
-                log("  fstab %-40s refused: %s" % (src, r.stderr.strip().splitlines()[0]))
+                log("  fstab %-40s (as %s) refused: %s"
+                    % (src, source, r.stderr.strip().splitlines()[0]))
 
 
 def main():

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# zarrfs over HTTP with 20 ms of round-trip latency, against zarr-python 2.13 (FSStore over
+# fsspec/aiohttp) reading the same array from the same nginx, in one run. Not part of the tests.
+# See bench/README.md ("Remote: zarrfs over HTTP with latency") and bench_remote.py's docstring.
+#
+#   sudo bash bench/remote.sh                         # 512 MB, 5 repetitions (1-3 minutes)
+#   ZF_BENCH_REMOTE_MB=64 ZF_BENCH_REPS=1 bash bench/remote.sh    # smoke run
+#
+# Knobs (environment variables):
+#   ZF_BENCH_REMOTE_MB=512        array size in MB (rounded up to whole rows of 4 MiB chunks)
+#   ZF_BENCH_REMOTE_CODEC=lz4     lz4 (Blosc lz4 5 + shuffle), zstd, zlib or none
+#   ZF_BENCH_REMOTE_DELAY_MS=10   one-way delay each way (round trip: twice that)
+#   ZF_BENCH_REMOTE_LATENCY=auto  netem (tc qdisc netem on the veth pair), relay (a delaying TCP
+#                                 relay in the namespace), auto (netem if the kernel has it)
+#   ZF_BENCH_REMOTE_OPTS=         extra zarrfs -o options (e.g. max_connections=32)
+#   ZF_BENCH_REPS=5               repetitions; medians are reported
+#   ZF_BENCH_NETNS=zfbench        name of the network namespace (must not exist)
+#   ZF_BENCH_DIR=/tmp/zarrfs-bench   data in $ZF_BENCH_DIR/remote/data (reused), results, log
+#   ZF_BENCH_PYTHON=/usr/bin/python3   needs zarr 2.13, numcodecs, numpy, fsspec, aiohttp
+#   ZARRFS=build/src/fuse/zarrfs
+#
+# Needs root (ip netns, veth), nginx (nginx-light), iproute2, FUSE. The namespace, the veth pair,
+# nginx and the relay are removed on every exit (bench_remote.py tears them down; the trap below
+# is a second net).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export ZF_BENCH_DIR=${ZF_BENCH_DIR:-/tmp/zarrfs-bench}
+export ZARRFS=${ZARRFS:-$here/../build/src/fuse/zarrfs}
+export ZF_BENCH_NETNS=${ZF_BENCH_NETNS:-zfbench}
+py=${ZF_BENCH_PYTHON:-/usr/bin/python3}
+
+if [[ $(id -u) != 0 ]]; then
+    echo "bench/remote.sh: run as root (it creates a network namespace)" >&2
+    exit 1
+fi
+if [[ ! -x $ZARRFS ]]; then
+    echo "bench/remote.sh: no zarrfs binary at $ZARRFS (build it: ninja -C build)" >&2
+    exit 1
+fi
+for tool in ip nginx fusermount3; do
+    if ! command -v "$tool" >/dev/null && [[ ! -x /usr/sbin/$tool ]]; then
+        echo "bench/remote.sh: $tool not found (scripts/deps.sh installs it)" >&2
+        exit 1
+    fi
+done
+if ! "$py" -E -s -c 'import zarr, numcodecs, numpy, fsspec, aiohttp' 2>/dev/null; then
+    echo "bench/remote.sh: $py lacks zarr/numcodecs/numpy/fsspec/aiohttp (python3-zarr" \
+        "python3-fsspec python3-aiohttp)" >&2
+    exit 1
+fi
+mkdir -p "$ZF_BENCH_DIR/remote"
+
+cleanup() {
+    if ip netns list 2>/dev/null | grep -qw "$ZF_BENCH_NETNS"; then
+        for pid in $(ip netns pids "$ZF_BENCH_NETNS" 2>/dev/null); do
+            kill -KILL "$pid" 2>/dev/null || true
+        done
+        ip netns del "$ZF_BENCH_NETNS" 2>/dev/null || true
+        echo "bench/remote.sh: removed leftover namespace $ZF_BENCH_NETNS" >&2
+    fi
+    ip link del zfb-h 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+PATH=/usr/sbin:/sbin:$PATH "$py" -E -s "$here/bench_remote.py" "$@"
