@@ -652,6 +652,79 @@ static zf_status list_consolidated(zf_hierarchy *h, const char *prefix, char ***
 
 /* Children of a group in the store: sub-prefixes holding one of the documents `docs` (v2:
  * .zarray, .zgroup; v3: zarr.json). */
+static zf_pool *ensure_pool(zf_hierarchy *h);
+
+/* Looking children up in parallel (remote stores: each lookup is a few round trips). */
+typedef struct lookup_batch {
+    zf_hierarchy *h;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t pending;
+} lookup_batch;
+
+typedef struct lookup_task {
+    lookup_batch *b;
+    char *path;
+    zf_status st;
+} lookup_task;
+
+static void lookup_run(void *arg)
+{
+    lookup_task *t = arg;
+    zf_node *n;
+    t->st = zf_hierarchy_lookup(t->b->h, t->path, &n, NULL);
+    pthread_mutex_lock(&t->b->mu);
+    if (--t->b->pending == 0)
+        pthread_cond_signal(&t->b->cv);
+    pthread_mutex_unlock(&t->b->mu);
+}
+
+/* Remote stores: the sub-prefixes of the listing that are nodes, found by looking them all up at
+ * once on the worker pool (the nodes are then cached for opendir's attributes); a sub-prefix
+ * whose metadata is invalid is still listed, as locally. */
+static zf_status list_store_parallel(zf_hierarchy *h, const char *prefix,
+                                     const zf_store_listing *l, char ***names, size_t *n,
+                                     size_t *cap)
+{
+    zf_pool *pool = ensure_pool(h); /* without one, the lookups run here, one by one */
+    lookup_task *tasks = calloc(l->n ? l->n : 1, sizeof *tasks);
+    if (!tasks)
+        return ZF_ERR_NOMEM;
+    lookup_batch b = {.h = h};
+    pthread_mutex_init(&b.mu, NULL);
+    pthread_cond_init(&b.cv, NULL);
+    zf_status st = ZF_OK;
+    for (size_t i = 0; i < l->n && st == ZF_OK; i++) {
+        tasks[i] = (lookup_task){.b = &b, .st = ZF_ERR_NOT_FOUND};
+        if (!l->entries[i].is_prefix)
+            continue;
+        if (!(tasks[i].path = join(prefix, l->entries[i].name))) {
+            st = ZF_ERR_NOMEM;
+            break;
+        }
+        if (!zf_key_is_valid(tasks[i].path))
+            continue;
+        pthread_mutex_lock(&b.mu);
+        b.pending++;
+        pthread_mutex_unlock(&b.mu);
+        if (!pool || zf_pool_submit(pool, lookup_run, &tasks[i]) != ZF_OK)
+            lookup_run(&tasks[i]); /* on this thread instead */
+    }
+    pthread_mutex_lock(&b.mu);
+    while (b.pending > 0)
+        pthread_cond_wait(&b.cv, &b.mu);
+    pthread_mutex_unlock(&b.mu);
+    for (size_t i = 0; i < l->n; i++) {
+        if (st == ZF_OK && tasks[i].path && tasks[i].st != ZF_ERR_NOT_FOUND)
+            st = push_name(names, n, cap, l->entries[i].name, strlen(l->entries[i].name));
+        free(tasks[i].path);
+    }
+    free(tasks);
+    pthread_cond_destroy(&b.cv);
+    pthread_mutex_destroy(&b.mu);
+    return st;
+}
+
 static zf_status list_store(zf_hierarchy *h, const char *prefix, const char *const *docs,
                             char ***names, size_t *n, size_t *cap, zf_err *err)
 {
@@ -659,6 +732,11 @@ static zf_status list_store(zf_hierarchy *h, const char *prefix, const char *con
     zf_status st = zf_store_list_dir(h->store, prefix, &l, err);
     if (st != ZF_OK)
         return st;
+    if (zf_store_is_remote(h->store)) {
+        st = list_store_parallel(h, prefix, &l, names, n, cap);
+        zf_store_listing_free(&l);
+        return st;
+    }
     for (size_t i = 0; i < l.n && st == ZF_OK; i++) {
         if (!l.entries[i].is_prefix)
             continue;
@@ -758,6 +836,18 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
     return st;
 }
 
+/* Worker threads start on first use, so that none exist when the daemon forks. NULL when they
+ * cannot start. */
+static zf_pool *ensure_pool(zf_hierarchy *h)
+{
+    pthread_mutex_lock(&h->mu);
+    if (!h->pool && zf_pool_new(h->threads, &h->pool) != ZF_OK)
+        zf_log_warn("cannot start worker threads; working on the requesting thread only");
+    zf_pool *p = h->pool;
+    pthread_mutex_unlock(&h->mu);
+    return p;
+}
+
 zf_status zf_hierarchy_array(zf_hierarchy *h, zf_node *node, zf_array **out, zf_err *err)
 {
     if (node->is_dir)
@@ -765,11 +855,7 @@ zf_status zf_hierarchy_array(zf_hierarchy *h, zf_node *node, zf_array **out, zf_
     if (node->meta.unsupported != ZF_OK)
         return zf_fail(err, node->meta.unsupported, "%s",
                        node->meta.unsupported_why ? node->meta.unsupported_why : "unsupported");
-    /* Worker threads start on first use, so that none exist when the daemon forks. */
-    pthread_mutex_lock(&h->mu);
-    if (!h->pool && zf_pool_new(h->threads, &h->pool) != ZF_OK)
-        zf_log_warn("cannot start decode threads; decoding on the reading thread only");
-    pthread_mutex_unlock(&h->mu);
+    ensure_pool(h);
     pthread_mutex_lock(&node->mu);
     zf_status st = ZF_OK;
     if (!node->array) {
