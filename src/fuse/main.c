@@ -405,12 +405,23 @@ int main(int argc, char *argv[])
             goto out;
         }
     }
+    /* A remote failure names the store (as the user gave it, any password hidden), since the
+     * key alone ("zarr.json: connection refused") does not say where. */
+    char *remote_url = NULL;
+    if (st == ZF_OK && zf_store_is_remote(store))
+        remote_url = strdup(store->url);
     if (st == ZF_OK)
         st = zf_hierarchy_open(store, o.store, &hopts, &h, &err);
     if (st != ZF_OK) {
-        fprintf(stderr, "zarrfs: %s\n", err.msg[0] ? err.msg : zf_status_str(st));
+        const char *msg = err.msg[0] ? err.msg : zf_status_str(st);
+        if (remote_url && st == ZF_ERR_IO)
+            fprintf(stderr, "zarrfs: %s: %s\n", remote_url, msg);
+        else
+            fprintf(stderr, "zarrfs: %s\n", msg);
+        free(remote_url);
         goto out;
     }
+    free(remote_url);
 
     if (!check_mountpoint(cl.mountpoint))
         goto out;

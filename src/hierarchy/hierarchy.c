@@ -956,8 +956,16 @@ static zf_status read_consolidated_v3(zf_hierarchy *h, const char *text, size_t 
 /* Which dialect the store root holds, and whether its root node is an array. */
 static zf_status detect(zf_hierarchy *h, bool *root_is_array, zf_err *err)
 {
-    bool has_zarray = zf_store_stat(h->store, ".zarray", NULL, NULL, NULL) == ZF_OK;
-    bool has_zgroup = zf_store_stat(h->store, ".zgroup", NULL, NULL, NULL) == ZF_OK;
+    /* A store that fails (rather than lacks the key) fails the mount now, with its reason. */
+    zf_status sa = zf_store_stat(h->store, ".zarray", NULL, NULL, err);
+    if (sa != ZF_OK && sa != ZF_ERR_NOT_FOUND)
+        return sa;
+    zf_status sg = zf_store_stat(h->store, ".zgroup", NULL, NULL, err);
+    if (sg != ZF_OK && sg != ZF_ERR_NOT_FOUND)
+        return sg;
+    bool has_zarray = sa == ZF_OK, has_zgroup = sg == ZF_OK;
+    if (err)
+        err->msg[0] = '\0';
     if (has_zarray || has_zgroup) {
         h->format = ZF_FORMAT_V2;
         *root_is_array = has_zarray;
