@@ -811,15 +811,36 @@ zf_status zf_bytes_empty(zf_bytes *out)
     return out->data ? ZF_OK : ZF_ERR_NOMEM;
 }
 
-zf_status zf_http_get_suffix(zf_store *s, const char *key, uint64_t len, zf_suffix_request_fn request,
-                             zf_stat_fn stat, zf_bytes *out, uint64_t *total, zf_err *err)
+zf_status zf_http_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
+                              zf_range_request_fn request, zf_stat_fn stat, zf_bytes *out,
+                              zf_err *err)
+{
+    if (len == 0) { /* nothing to read, but a missing key is still "not found" */
+        zf_status st = stat(s, key, NULL, NULL, err);
+        return st ? st : zf_bytes_empty(out);
+    }
+    zf_http_response r;
+    zf_status st = request(s, key, ZF_HTTP_RANGE, offset, len, &r, err);
+    if (st != ZF_OK)
+        return st;
+    if (r.status == 416) { /* the value ends before offset */
+        zf_http_response_free(&r);
+        return zf_bytes_empty(out);
+    }
+    *out = r.body;
+    return ZF_OK;
+}
+
+zf_status zf_http_get_suffix(zf_store *s, const char *key, uint64_t len,
+                             zf_range_request_fn request, zf_stat_fn stat, zf_bytes *out,
+                             uint64_t *total, zf_err *err)
 {
     if (len == 0) {
         zf_status st = stat(s, key, total, NULL, err);
         return st ? st : zf_bytes_empty(out);
     }
     zf_http_response r;
-    zf_status st = request(s, key, len, &r, err);
+    zf_status st = request(s, key, ZF_HTTP_SUFFIX, 0, len, &r, err);
     if (st != ZF_OK)
         return st;
     if (r.status == 416) { /* an empty value has no suffix */

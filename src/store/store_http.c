@@ -94,35 +94,23 @@ static zf_status http_get(zf_store *s, const char *key, zf_bytes *out, zf_err *e
     return ZF_OK;
 }
 
-static zf_status http_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
-                                  zf_bytes *out, zf_err *err)
+static zf_status http_range_request(zf_store *s, const char *key, zf_http_kind kind,
+                                   uint64_t offset, uint64_t len, zf_http_response *r,
+                                   zf_err *err)
 {
-    if (len == 0) { /* nothing to read, but a missing key is still "not found" */
-        zf_status st = http_stat(s, key, NULL, NULL, err);
-        return st ? st : zf_bytes_empty(out);
-    }
-    zf_http_response r;
-    zf_status st = request((http_store *)s, key, ZF_HTTP_RANGE, offset, len, &r, err);
-    if (st != ZF_OK)
-        return st;
-    if (r.status == 416) { /* the value ends before offset */
-        zf_http_response_free(&r);
-        return zf_bytes_empty(out);
-    }
-    *out = r.body;
-    return ZF_OK;
+    return request((http_store *)s, key, kind, offset, len, r, err);
 }
 
-static zf_status http_suffix_request(zf_store *s, const char *key, uint64_t len,
-                                   zf_http_response *r, zf_err *err)
+static zf_status http_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
+                                zf_bytes *out, zf_err *err)
 {
-    return request((http_store *)s, key, ZF_HTTP_SUFFIX, 0, len, r, err);
+    return zf_http_get_partial(s, key, offset, len, http_range_request, http_stat, out, err);
 }
 
 static zf_status http_get_suffix(zf_store *s, const char *key, uint64_t len, zf_bytes *out,
                                uint64_t *total, zf_err *err)
 {
-    return zf_http_get_suffix(s, key, len, http_suffix_request, http_stat, out, total, err);
+    return zf_http_get_suffix(s, key, len, http_range_request, http_stat, out, total, err);
 }
 
 static zf_status http_list_dir(zf_store *s, const char *prefix, zf_store_listing *out,

@@ -82,15 +82,20 @@ void zf_http_response_free(zf_http_response *resp);
 /* A zero-length value (a 1-byte allocation, so that data is never NULL on success). */
 zf_status zf_bytes_empty(zf_bytes *out);
 
-/* get_suffix for HTTP-like stores: the last len bytes of key and its size. request performs the
- * suffix request (its non-2xx statuses already turned into errors, except 416), stat answers a
- * 416 (an empty value has no suffix). */
-typedef zf_status (*zf_suffix_request_fn)(zf_store *s, const char *key, uint64_t len,
-                                          zf_http_response *r, zf_err *err);
+/* get_partial and get_suffix for HTTP-like stores. request performs one ranged request of the
+ * store (its statuses interpreted by the store, except 416, which comes back as a response);
+ * stat answers the cases without a body (len 0; a 416 to a suffix: an empty value has none). */
+typedef zf_status (*zf_range_request_fn)(zf_store *s, const char *key, zf_http_kind kind,
+                                         uint64_t offset, uint64_t len, zf_http_response *r,
+                                         zf_err *err);
 typedef zf_status (*zf_stat_fn)(zf_store *s, const char *key, uint64_t *size,
                                 struct timespec *mtime, zf_err *err);
-zf_status zf_http_get_suffix(zf_store *s, const char *key, uint64_t len, zf_suffix_request_fn request,
-                             zf_stat_fn stat, zf_bytes *out, uint64_t *total, zf_err *err);
+zf_status zf_http_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
+                              zf_range_request_fn request, zf_stat_fn stat, zf_bytes *out,
+                              zf_err *err);
+zf_status zf_http_get_suffix(zf_store *s, const char *key, uint64_t len,
+                             zf_range_request_fn request, zf_stat_fn stat, zf_bytes *out,
+                             uint64_t *total, zf_err *err);
 
 /* "404 Not Found" (reason phrase when the server sent one, else a known one, else "HTTP 404"). */
 void zf_http_status_text(const zf_http_response *resp, char *buf, size_t n);

@@ -113,35 +113,23 @@ static zf_status s3_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err
     return ZF_OK;
 }
 
+static zf_status s3_range_request(zf_store *s, const char *key, zf_http_kind kind,
+                                   uint64_t offset, uint64_t len, zf_http_response *r,
+                                   zf_err *err)
+{
+    return request((s3_store *)s, key, kind, offset, len, r, err);
+}
+
 static zf_status s3_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
                                 zf_bytes *out, zf_err *err)
 {
-    if (len == 0) {
-        zf_status st = s3_stat(s, key, NULL, NULL, err);
-        return st ? st : zf_bytes_empty(out);
-    }
-    zf_http_response r;
-    zf_status st = request((s3_store *)s, key, ZF_HTTP_RANGE, offset, len, &r, err);
-    if (st != ZF_OK)
-        return st;
-    if (r.status == 416) { /* InvalidRange: the value ends before offset */
-        zf_http_response_free(&r);
-        return zf_bytes_empty(out);
-    }
-    *out = r.body;
-    return ZF_OK;
-}
-
-static zf_status s3_suffix_request(zf_store *s, const char *key, uint64_t len,
-                                   zf_http_response *r, zf_err *err)
-{
-    return request((s3_store *)s, key, ZF_HTTP_SUFFIX, 0, len, r, err);
+    return zf_http_get_partial(s, key, offset, len, s3_range_request, s3_stat, out, err);
 }
 
 static zf_status s3_get_suffix(zf_store *s, const char *key, uint64_t len, zf_bytes *out,
                                uint64_t *total, zf_err *err)
 {
-    return zf_http_get_suffix(s, key, len, s3_suffix_request, s3_stat, out, total, err);
+    return zf_http_get_suffix(s, key, len, s3_range_request, s3_stat, out, total, err);
 }
 
 unsigned zf_s3_list_max_keys;
