@@ -362,31 +362,13 @@ static zf_status array_2022(const char *key, yajl_val doc, zf_node_meta *m, zf_e
         (st = chunk_grid(key, zf_json_get(doc, "chunk_grid"), m, &have_grid, err)) ||
         (st = memory_layout(key, zf_json_get(doc, "chunk_memory_layout"), m, &fortran, err)))
         return st;
-    yajl_val dtv = zf_json_get(doc, "data_type");
-    if (!dtv)
-        return ZF_FIELD_FAIL(err, key, "data_type", "missing");
-    if (!(a->dtype_json = zf_json_dump(dtv)))
-        return ZF_ERR_NOMEM;
     zf_v3_dtype t;
-    zf_err derr = {""};
-    st = zf_meta_v3_dtype(dtv, ZF_FORMAT_V3_DRAFT_2022, &t, &derr);
-    if (st == ZF_ERR_INVALID)
-        return ZF_FIELD_FAIL(err, key, "data_type", "%s", derr.msg);
-    if (st == ZF_ERR_UNSUPPORTED) {
-        if ((st = zf_meta_unsupported(m, "%s: \"data_type\": %s", key, derr.msg)) != ZF_OK)
-            return st;
-    } else {
-        a->dtype = t.dt;
-        if (!(a->dtype_typestr = strdup(t.typestr)))
-            return ZF_ERR_NOMEM;
-    }
+    yajl_val fv, codecs = zf_json_get(doc, "codecs");
+    if ((st = zf_meta_v3_type_and_fill(key, doc, ZF_FORMAT_V3_DRAFT_2022, m, &t, &fv, err)) !=
+        ZF_OK)
+        return st;
     /* "fill_value": "For any data type, the fill_value is required. The literal null is not
      * permitted." */
-    yajl_val fv = zf_json_get(doc, "fill_value"), codecs = zf_json_get(doc, "codecs");
-    if (!fv)
-        return ZF_FIELD_FAIL(err, key, "fill_value", "missing");
-    if (!(a->fill_value_json = zf_json_dump(fv)))
-        return ZF_ERR_NOMEM;
     if (YAJL_IS_NULL(fv) && m->unsupported == ZF_OK) /* else its extension interprets it */
         return ZF_FIELD_FAIL(err, key, "fill_value", "required, null is not permitted");
     if (codecs && !YAJL_IS_ARRAY(codecs))

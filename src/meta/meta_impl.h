@@ -78,6 +78,14 @@ zf_status zf_meta_v3_dtype(yajl_val v, zf_format format, zf_v3_dtype *out, zf_er
 zf_status zf_meta_v3_fill_value(yajl_val v, const zf_v3_dtype *t, zf_format format, uint8_t *out,
                                 zf_err *err);
 
+/* The "data_type" and "fill_value" members of an array document with named data types (final v3,
+ * format ZF_FORMAT_V3, or the 2022 draft): a->dtype_json, a->dtype and a->dtype_typestr (*t
+ * filled) when the type is served, else m marked unsupported naming it; a->fill_value_json, the
+ * fill value in *fill (required; its bytes come in zf_meta_v3_finish). Errors: ZF_ERR_INVALID
+ * `<key>: "data_type"|"fill_value": <what>`. */
+zf_status zf_meta_v3_type_and_fill(const char *key, yajl_val doc, zf_format format,
+                                   zf_node_meta *m, zf_v3_dtype *t, yajl_val *fill, zf_err *err);
+
 /* The rest of an array with a named data type (final v3 and the 2022 draft) once m->array has
  * its shape, chunks and dtype: the fill value (fill, required), size bounds and the codec chain
  * of `codecs` (a JSON list) in `dialect`. fortran: the 2022 draft's chunk_memory_layout "F"

@@ -157,6 +157,36 @@ static zf_status prepend_reversal(zf_codec_chain *chain, unsigned ndim, zf_err *
 /* An absent "codecs" (2022 draft: "equivalent to specifying an empty list"). */
 static struct yajl_val_s empty_list = {.type = yajl_t_array};
 
+zf_status zf_meta_v3_type_and_fill(const char *key, yajl_val doc, zf_format format,
+                                   zf_node_meta *m, zf_v3_dtype *t, yajl_val *fill, zf_err *err)
+{
+    zf_array_meta *a = &m->array;
+    yajl_val dtv = zf_json_get(doc, "data_type");
+    if (!dtv)
+        return ZF_FIELD_FAIL(err, key, "data_type", "missing");
+    if (!(a->dtype_json = zf_json_dump(dtv)))
+        return ZF_ERR_NOMEM;
+    zf_err derr = {""};
+    zf_status st = zf_meta_v3_dtype(dtv, format, t, &derr);
+    if (st == ZF_ERR_INVALID)
+        return ZF_FIELD_FAIL(err, key, "data_type", "%s", derr.msg);
+    if (st == ZF_ERR_UNSUPPORTED) {
+        if ((st = zf_meta_unsupported(m, "%s: \"data_type\": %s", key, derr.msg)) != ZF_OK)
+            return st;
+    } else if (st == ZF_OK) {
+        a->dtype = t->dt;
+        if (!(a->dtype_typestr = strdup(t->typestr)))
+            return ZF_ERR_NOMEM;
+    } else {
+        return st;
+    }
+    if (!(*fill = zf_json_get(doc, "fill_value")))
+        return ZF_FIELD_FAIL(err, key, "fill_value", "missing");
+    if (!(a->fill_value_json = zf_json_dump(*fill)))
+        return ZF_ERR_NOMEM;
+    return ZF_OK;
+}
+
 zf_status zf_meta_v3_finish(const char *key, zf_node_meta *m, const zf_v3_dtype *t,
                             yajl_val fill, yajl_val codecs, zf_codec_dialect dialect,
                             bool fortran, zf_err *err)
@@ -382,31 +412,10 @@ static zf_status v3_array(const char *key, yajl_val doc, zf_node_meta *m, zf_err
         (st = key_encoding(key, zf_json_get(doc, "chunk_key_encoding"), m, err)))
         return st;
 
-    yajl_val dtv = zf_json_get(doc, "data_type");
-    if (!dtv)
-        return ZF_FIELD_FAIL(err, key, "data_type", "missing");
-    if (!(a->dtype_json = zf_json_dump(dtv)))
-        return ZF_ERR_NOMEM;
     zf_v3_dtype t;
-    zf_err derr = {""};
-    st = zf_meta_v3_dtype(dtv, ZF_FORMAT_V3, &t, &derr);
-    bool have_type = st == ZF_OK;
-    if (st == ZF_ERR_INVALID)
-        return ZF_FIELD_FAIL(err, key, "data_type", "%s", derr.msg);
-    if (st == ZF_ERR_UNSUPPORTED && (st = zf_meta_unsupported(m, "%s: \"data_type\": %s", key,
-                                                              derr.msg)) != ZF_OK)
+    yajl_val fv, codecs = zf_json_get(doc, "codecs");
+    if ((st = zf_meta_v3_type_and_fill(key, doc, ZF_FORMAT_V3, m, &t, &fv, err)) != ZF_OK)
         return st;
-    if (have_type) {
-        a->dtype = t.dt;
-        if (!(a->dtype_typestr = strdup(t.typestr)))
-            return ZF_ERR_NOMEM;
-    }
-
-    yajl_val fv = zf_json_get(doc, "fill_value"), codecs = zf_json_get(doc, "codecs");
-    if (!fv)
-        return ZF_FIELD_FAIL(err, key, "fill_value", "missing");
-    if (!(a->fill_value_json = zf_json_dump(fv)))
-        return ZF_ERR_NOMEM;
     if (!codecs)
         return ZF_FIELD_FAIL(err, key, "codecs", "missing");
     if (!YAJL_IS_ARRAY(codecs))

@@ -811,6 +811,21 @@ zf_status zf_bytes_empty(zf_bytes *out)
     return out->data ? ZF_OK : ZF_ERR_NOMEM;
 }
 
+zf_status zf_http_get(zf_store *s, const char *key, zf_range_request_fn request, zf_bytes *out,
+                      zf_err *err)
+{
+    zf_http_response r;
+    zf_status st = request(s, key, ZF_HTTP_GET, 0, 0, &r, err);
+    if (st != ZF_OK)
+        return st;
+    if (r.status == 416) {
+        zf_http_response_free(&r);
+        return zf_fail(err, ZF_ERR_IO, "%s: 416 to a request without a range", key);
+    }
+    *out = r.body;
+    return ZF_OK;
+}
+
 zf_status zf_http_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
                               zf_range_request_fn request, zf_stat_fn stat, zf_bytes *out,
                               zf_err *err)

@@ -80,25 +80,17 @@ static zf_status http_stat(zf_store *s, const char *key, uint64_t *size, struct 
     return ZF_OK;
 }
 
-static zf_status http_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)
-{
-    zf_http_response r;
-    zf_status st = request((http_store *)s, key, ZF_HTTP_GET, 0, 0, &r, err);
-    if (st != ZF_OK)
-        return st;
-    if (r.status == 416) {
-        zf_http_response_free(&r);
-        return zf_fail(err, ZF_ERR_IO, "%s: 416 to a request without a range", key);
-    }
-    *out = r.body;
-    return ZF_OK;
-}
 
 static zf_status http_range_request(zf_store *s, const char *key, zf_http_kind kind,
                                    uint64_t offset, uint64_t len, zf_http_response *r,
                                    zf_err *err)
 {
     return request((http_store *)s, key, kind, offset, len, r, err);
+}
+
+static zf_status http_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)
+{
+    return zf_http_get(s, key, http_range_request, out, err);
 }
 
 static zf_status http_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,

@@ -90,6 +90,8 @@ typedef zf_status (*zf_range_request_fn)(zf_store *s, const char *key, zf_http_k
                                          zf_err *err);
 typedef zf_status (*zf_stat_fn)(zf_store *s, const char *key, uint64_t *size,
                                 struct timespec *mtime, zf_err *err);
+zf_status zf_http_get(zf_store *s, const char *key, zf_range_request_fn request, zf_bytes *out,
+                      zf_err *err);
 zf_status zf_http_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
                               zf_range_request_fn request, zf_stat_fn stat, zf_bytes *out,
                               zf_err *err);

@@ -99,25 +99,17 @@ static zf_status s3_stat(zf_store *s, const char *key, uint64_t *size, struct ti
     return ok ? ZF_OK : zf_fail(err, ZF_ERR_IO, "%s: HEAD answered without a size", key);
 }
 
-static zf_status s3_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)
-{
-    zf_http_response r;
-    zf_status st = request((s3_store *)s, key, ZF_HTTP_GET, 0, 0, &r, err);
-    if (st != ZF_OK)
-        return st;
-    if (r.status == 416) {
-        zf_http_response_free(&r);
-        return zf_fail(err, ZF_ERR_IO, "%s: 416 to a request without a range", key);
-    }
-    *out = r.body;
-    return ZF_OK;
-}
 
 static zf_status s3_range_request(zf_store *s, const char *key, zf_http_kind kind,
                                    uint64_t offset, uint64_t len, zf_http_response *r,
                                    zf_err *err)
 {
     return request((s3_store *)s, key, kind, offset, len, r, err);
+}
+
+static zf_status s3_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)
+{
+    return zf_http_get(s, key, s3_range_request, out, err);
 }
 
 static zf_status s3_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
