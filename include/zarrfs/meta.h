@@ -67,6 +67,9 @@ typedef struct zf_node_meta {
     zf_array_meta array;
     zf_status unsupported;
     char *unsupported_why;
+    /* v3 groups: the document has inline "consolidated_metadata" with entries (the hierarchy
+     * lists the group and its descendants from it). */
+    bool consolidated;
 } zf_node_meta;
 
 /* Parse a v2 .zarray document (text, len bytes) into meta (kind ARRAY). attrs_json may be NULL.

@@ -539,7 +539,8 @@ static yajl_val own_consolidated(const zf_node *n, yajl_val *doc)
 {
     const char *text = n->meta.metadata_json;
     *doc = NULL;
-    if (!text || zf_json_parse("zarr.json", text, strlen(text), doc, NULL) != ZF_OK)
+    if (!n->meta.consolidated || !text ||
+        zf_json_parse("zarr.json", text, strlen(text), doc, NULL) != ZF_OK)
         return NULL;
     yajl_val cm = zf_json_get(*doc, "consolidated_metadata");
     yajl_val kind = zf_json_get(cm, "kind"), md = zf_json_get(cm, "metadata");

@@ -465,6 +465,10 @@ zf_status zf_meta_parse_v3(const char *key, const char *text, size_t len, zf_nod
         /* "Group metadata"; "consolidated_metadata" is the historical exception of
          * "Additional fields" (null or an inline object): zarrfs reads nodes' own documents. */
         m->kind = ZF_NODE_GROUP;
+        yajl_val cm = zf_json_get(doc, "consolidated_metadata");
+        yajl_val kind = zf_json_get(cm, "kind"), md = zf_json_get(cm, "metadata");
+        m->consolidated = YAJL_IS_STRING(kind) && strcmp(kind->u.string, "inline") == 0 &&
+                          YAJL_IS_OBJECT(md) && md->u.object.len > 0;
         st = unknown_fields(key, doc, group_known, m);
     }
     yajl_tree_free(doc);
