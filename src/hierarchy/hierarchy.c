@@ -508,25 +508,32 @@ static zf_status push_name(char ***names, size_t *n, size_t *cap, const char *na
     return ZF_OK;
 }
 
-/* Children from v3 consolidated metadata md: entries "<prefix>/<child>" (keys are node paths
- * relative to the group holding md). */
-static zf_status list_consolidated_v3(zf_hierarchy *h, yajl_val md, const char *prefix,
-                                      char ***names, size_t *n, size_t *cap)
+static const char *const v2_docs[] = {".zarray", ".zgroup", NULL};
+static const char *const v3_docs[] = {"zarr.json", NULL};
+
+/* Children of prefix in consolidated metadata md (from `source`, for messages): v2 (docs =
+ * v2_docs) has keys "<prefix>/<child>/.zarray" or ".zgroup"; v3 (docs NULL) has node paths
+ * "<prefix>/<child>", relative to the group holding md. */
+static zf_status list_consolidated(yajl_val md, const char *source, const char *prefix,
+                                   const char *const *docs, char ***names, size_t *n,
+                                   size_t *cap)
 {
-    (void)h;
     size_t pl = strlen(prefix);
     for (size_t i = 0; i < md->u.object.len; i++) {
         const char *key = md->u.object.keys[i];
         if (!zf_key_is_valid(key)) {
-            zf_log_warn("zarr.json: \"consolidated_metadata\": ignoring invalid key \"%s\"", key);
+            zf_log_warn("%s: ignoring invalid key \"%s\"", source, key);
             continue;
         }
         if (pl && (strncmp(key, prefix, pl) != 0 || key[pl] != '/'))
             continue;
-        const char *rest = key + (pl ? pl + 1 : 0);
-        if (strchr(rest, '/'))
+        const char *rest = key + (pl ? pl + 1 : 0), *slash = strchr(rest, '/');
+        bool is_doc = false;
+        for (const char *const *d = docs; slash && d && *d && !is_doc; d++)
+            is_doc = strcmp(slash + 1, *d) == 0;
+        if (docs ? !is_doc : slash != NULL)
             continue;
-        zf_status st = push_name(names, n, cap, rest, strlen(rest));
+        zf_status st = push_name(names, n, cap, rest, slash ? (size_t)(slash - rest) : strlen(rest));
         if (st != ZF_OK)
             return st;
     }
@@ -569,7 +576,8 @@ static zf_status list_own_consolidated(zf_hierarchy *h, zf_node *dir, char ***na
             (md = own_consolidated(a, &doc)) != NULL) {
             size_t al = strlen(anc);
             const char *rel = dir->path + al + (al && dir->path[al] == '/');
-            st = list_consolidated_v3(h, md, rel, names, n, cap);
+            st = list_consolidated(md, "zarr.json: \"consolidated_metadata\"", rel, NULL, names,
+                                   n, cap);
             yajl_tree_free(doc);
             break;
         }
@@ -626,33 +634,7 @@ static zf_status list_draft(zf_hierarchy *h, const char *path, char ***names, si
     return st;
 }
 
-/* Children from consolidated metadata: keys "<prefix>/<child>/.zarray" or ".zgroup". */
-static zf_status list_consolidated(zf_hierarchy *h, const char *prefix, char ***names, size_t *n,
-                                   size_t *cap)
-{
-    size_t pl = strlen(prefix);
-    yajl_val md = h->consolidated;
-    for (size_t i = 0; i < md->u.object.len; i++) {
-        const char *key = md->u.object.keys[i];
-        if (!zf_key_is_valid(key)) {
-            zf_log_warn(".zmetadata: ignoring invalid key \"%s\"", key);
-            continue;
-        }
-        if (pl && (strncmp(key, prefix, pl) != 0 || key[pl] != '/'))
-            continue;
-        const char *rest = key + (pl ? pl + 1 : 0);
-        const char *slash = strchr(rest, '/');
-        if (!slash || (strcmp(slash + 1, ".zarray") && strcmp(slash + 1, ".zgroup")))
-            continue;
-        zf_status st = push_name(names, n, cap, rest, (size_t)(slash - rest));
-        if (st != ZF_OK)
-            return st;
-    }
-    return ZF_OK;
-}
 
-/* Children of a group in the store: sub-prefixes holding one of the documents `docs` (v2:
- * .zarray, .zgroup; v3: zarr.json). */
 static zf_pool *ensure_pool(zf_hierarchy *h);
 
 /* Looking children up in parallel (remote stores: each lookup is a few round trips). */
@@ -726,6 +708,8 @@ static zf_status list_store_parallel(zf_hierarchy *h, const char *prefix,
     return st;
 }
 
+/* Children of a group in the store: sub-prefixes holding one of the documents `docs` (v2:
+ * .zarray, .zgroup; v3: zarr.json). */
 static zf_status list_store(zf_hierarchy *h, const char *prefix, const char *const *docs,
                             char ***names, size_t *n, size_t *cap, zf_err *err)
 {
@@ -761,9 +745,6 @@ static zf_status list_store(zf_hierarchy *h, const char *prefix, const char *con
     return st;
 }
 
-static const char *const v2_docs[] = {".zarray", ".zgroup", NULL};
-static const char *const v3_docs[] = {"zarr.json", NULL};
-
 zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t *n, zf_err *err)
 {
     *names = NULL;
@@ -790,7 +771,8 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
     if (dir->virtual_root)
         st = push_name(names, n, &cap, h->root_array_name, strlen(h->root_array_name));
     else if (h->format == ZF_FORMAT_V3 && h->consolidated)
-        st = list_consolidated_v3(h, h->consolidated, dir->prefix, names, n, &cap);
+        st = list_consolidated(h->consolidated, "zarr.json: \"consolidated_metadata\"",
+                               dir->prefix, NULL, names, n, &cap);
     else if (h->format == ZF_FORMAT_V3 && (st = list_own_consolidated(h, dir, names, n, &cap)) !=
                                               ZF_ERR_NOT_FOUND)
         ; /* the group's own consolidated metadata */
@@ -799,7 +781,8 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
     else if (h->format != ZF_FORMAT_V2)
         st = list_draft(h, dir->prefix, names, n, &cap, err);
     else if (h->consolidated)
-        st = list_consolidated(h, dir->prefix, names, n, &cap);
+        st = list_consolidated(h->consolidated, ".zmetadata", dir->prefix, v2_docs, names, n,
+                               &cap);
     else
         st = list_store(h, dir->prefix, v2_docs, names, n, &cap, err);
     if (st == ZF_ERR_UNSUPPORTED) { /* e.g. a web server without index pages */
