@@ -62,7 +62,27 @@ typedef struct zf_codec_ops {
      * could not know the size, e.g. a crc32c after a compressor. Errors: ZF_ERR_CORRUPT. */
     zf_status (*decoded_size)(const zf_codec *c, const uint8_t *in, size_t in_len,
                               size_t *out_len, zf_err *err);
+    /* Encode in[0..in_len) (in_len == decoded->nbytes; `decoded` is the representation of the
+     * input, exactly as zf_chain_resolve gives it, except that a byte string of unknown size
+     * gets its actual size) into *out (malloc'd, owned by the caller) of *out_len bytes, as the
+     * reference implementation writes it (numcodecs for v2 ids, zarr-python 3 for v3 names), so
+     * that decode(encode(x)) == x; the lossy filters (quantize, bitround) decode to the rounded
+     * values numcodecs stores. flags: ZF_ENCODE_*. NULL: the codec cannot encode
+     * (zf_chain_encode then fails with ZF_ERR_UNSUPPORTED naming it).
+     * Errors: ZF_ERR_INVALID (a value the codec cannot represent, e.g. a categorize label not
+     * in its list; the message names the codec), ZF_ERR_NOMEM. */
+    zf_status (*encode)(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                        size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
+                        zf_err *err);
 } zf_codec_ops;
+
+/* zf_codec_ops.encode flags. */
+enum {
+    /* sharding_indexed: store inner chunks equal to the fill value everywhere (by default they
+     * are left out of the shard: an empty index entry, as zarr-python 3 does without
+     * write_empty_chunks). */
+    ZF_ENCODE_WRITE_EMPTY = 1u << 0,
+};
 
 /* Every codec object starts with a pointer to its ops; implementations embed it first. */
 struct zf_codec {
@@ -172,6 +192,33 @@ zf_status zf_chain_resolve(const zf_codec_chain *chain, const zf_chunk_repr *dec
  * names the codec), ZF_ERR_NOMEM, ZF_ERR_INVALID. */
 zf_status zf_chain_decode(const zf_codec_chain *chain, const zf_chunk_repr *decoded,
                           const uint8_t *in, size_t in_len, uint8_t *out, zf_err *err);
+
+/* Encode one chunk: in holds exactly decoded->nbytes bytes (the chunk's elements in C order in
+ * decoded->dtype); the codecs run first to last. *out (malloc'd, the caller frees it) receives
+ * the bytes to store, *out_len long. flags: ZF_ENCODE_*. Errors: ZF_ERR_UNSUPPORTED (a codec
+ * without an encoder; message names it), ZF_ERR_INVALID (a value a codec cannot represent),
+ * ZF_ERR_NOMEM. Zarr v3 core "Codecs" (encoding runs the list in order); Zarr v2 "Metadata"
+ * (filters in order, then the compressor). */
+zf_status zf_chain_encode(const zf_codec_chain *chain, const zf_chunk_repr *decoded,
+                          const uint8_t *in, unsigned flags, uint8_t **out, size_t *out_len,
+                          zf_err *err);
+
+/* Build one shard (v3 codecs "Sharding codec", "Binary shard format") from its inner chunks,
+ * for a sharding_indexed codec c (zf_codec_sharding(c) true). For inner chunk i (C order of the
+ * chunks-per-shard grid):
+ * - chunks[i] != NULL: its decoded bytes (exactly inner->nbytes), encoded with the inner chain;
+ *   left out (an empty index entry) when it equals the fill value everywhere, unless flags has
+ *   ZF_ENCODE_WRITE_EMPTY;
+ * - chunks[i] == NULL: kept as stored: old_index's pair for i (from zf_sharding_decode_index of
+ *   old_shard, old_len bytes) is copied over byte for byte; empty when old_shard is NULL.
+ * The inner chunks are laid out in C order after (index "start") or before (index "end") the
+ * encoded index. *out (malloc'd) gets the shard, *out_len bytes; *empty is set when every inner
+ * chunk is empty (the caller erases the shard rather than storing it; *out is still valid).
+ * Errors: as zf_chain_encode; ZF_ERR_CORRUPT when old_index points outside old_shard. */
+zf_status zf_sharding_encode_shard(const zf_codec *c, const uint8_t *const *chunks,
+                                   const uint8_t *old_shard, uint64_t old_len,
+                                   const uint64_t *old_index, unsigned flags, uint8_t **out,
+                                   size_t *out_len, bool *empty, zf_err *err);
 
 /* Checksums used by codecs (exposed for tests). CRC-32C (Castagnoli) with zlib's crc32()
  * convention: start with crc = 0, pass the previous result to continue; "123456789" gives

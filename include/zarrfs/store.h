@@ -50,6 +50,11 @@ typedef struct zf_store_ops {
                       zf_err *err);
     zf_status (*list_dir)(zf_store *s, const char *prefix, zf_store_listing *out, zf_err *err);
     void (*destroy)(zf_store *s);
+    /* Writing (NULL in read-only backends: the dispatcher answers ZF_ERR_READONLY). */
+    zf_status (*set)(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                     zf_err *err);
+    zf_status (*erase)(zf_store *s, const char *key, zf_err *err);
+    zf_status (*remove_dir)(zf_store *s, const char *prefix, zf_err *err);
 } zf_store_ops;
 
 struct zf_store {
@@ -59,12 +64,15 @@ struct zf_store {
     /* Counted by the zf_store_* calls (backends start them at zero); read with
      * zf_store_get_stats. */
     _Atomic uint64_t n_requests, n_bytes, n_errors, n_retries;
+    _Atomic uint64_t n_writes, n_bytes_written;
 };
 
 /* What reached a store: requests (get, get_partial, get_suffix, stat, list_dir), bytes of values
  * returned, failed requests (not counting "not found"), and retries (remote backends). */
 typedef struct zf_store_stats {
     uint64_t requests, bytes, errors, retries;
+    uint64_t writes;        /* of the requests: set, erase and remove_dir */
+    uint64_t bytes_written; /* bytes of values stored by set */
 } zf_store_stats;
 void zf_store_get_stats(zf_store *s, zf_store_stats *out);
 /* For backends: one more retry of a request. */
@@ -142,6 +150,29 @@ zf_status zf_store_stat(zf_store *s, const char *key, uint64_t *size, struct tim
 /* Direct children of prefix ("" for the root; otherwise without a trailing '/'), unsorted.
  * Errors: ZF_ERR_NOT_FOUND when nothing lies below prefix. */
 zf_status zf_store_list_dir(zf_store *s, const char *prefix, zf_store_listing *out, zf_err *err);
+
+/* ----- writing (Zarr v3 core "Abstract store interface": set, erase; v2 "Storage") -----
+ * Local directories: each value is written to a temporary file in its directory
+ * (".NAME.zarrfs-XXXXXX"), fsync'ed, renamed over NAME, and the directory fsync'ed, so a crash at
+ * any moment leaves the old or the new value, never a mix; missing parent directories are
+ * created (beneath the root, as reads are confined). S3: one PUT per value, DELETE. HTTP(S):
+ * read-only. */
+
+/* True when the backend can write (set/erase). */
+bool zf_store_is_writable(const zf_store *s);
+/* Store len bytes of data as key's value, replacing any old value atomically.
+ * Errors: ZF_ERR_READONLY (the backend cannot write), ZF_ERR_INVALID (invalid key), ZF_ERR_IO
+ * (message names the key and the system's or server's reason), ZF_ERR_NOMEM. */
+zf_status zf_store_set(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                       zf_err *err);
+/* Remove key; a key already absent is ZF_OK. Errors as zf_store_set. */
+zf_status zf_store_erase(zf_store *s, const char *key, zf_err *err);
+/* Remove the directory of prefix (a group's or array's, e.g. "a/b") where the backend has
+ * directories and it is empty; ZF_OK when it is already gone or the backend has none (S3).
+ * Errors: ZF_ERR_INVALID when it still holds something (message names it), else as
+ * zf_store_set. */
+zf_status zf_store_remove_dir(zf_store *s, const char *prefix, zf_err *err);
+
 void zf_store_close(zf_store *s);
 
 #endif

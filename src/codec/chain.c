@@ -122,3 +122,57 @@ zf_status zf_chain_decode(const zf_codec_chain *chain, const zf_chunk_repr *deco
         free(reprs);
     return st;
 }
+
+zf_status zf_chain_encode(const zf_codec_chain *chain, const zf_chunk_repr *decoded,
+                          const uint8_t *in, unsigned flags, uint8_t **out, size_t *out_len,
+                          zf_err *err)
+{
+    size_t n = chain->n;
+    *out = NULL;
+    *out_len = 0;
+    if (decoded->nbytes == ZF_SIZE_UNKNOWN)
+        return zf_fail(err, ZF_ERR_INVALID, "decoded chunk size unknown");
+    zf_chunk_repr stack[STACK_REPRS], *reprs = stack;
+    if (n + 1 > STACK_REPRS && !(reprs = malloc((n + 1) * sizeof *reprs)))
+        return ZF_ERR_NOMEM;
+    zf_status st = zf_chain_resolve(chain, decoded, reprs, err);
+    /* cur is the input of codec i: `in` (borrowed) or the previous codec's output (owned). */
+    const uint8_t *cur = in;
+    uint8_t *owned = NULL;
+    size_t cur_len = decoded->nbytes;
+    for (size_t i = 0; st == ZF_OK && i < n; i++) {
+        const zf_codec *c = chain->codecs[i];
+        if (!c->ops->encode) {
+            st = zf_fail(err, ZF_ERR_UNSUPPORTED, "%s: encoding is not supported",
+                         c->ops->name);
+            break;
+        }
+        zf_chunk_repr r = reprs[i];
+        if (r.nbytes == ZF_SIZE_UNKNOWN)
+            zf_repr_bytes(&r, cur_len);
+        uint8_t *next = NULL;
+        size_t next_len = 0;
+        st = c->ops->encode(c, &r, cur, cur_len, flags, &next, &next_len, err);
+        if (st != ZF_OK)
+            break;
+        free(owned);
+        owned = next;
+        cur = next;
+        cur_len = next_len;
+    }
+    if (reprs != stack)
+        free(reprs);
+    if (st != ZF_OK) {
+        free(owned);
+        return st;
+    }
+    if (!owned) { /* an empty chain: the chunk's bytes as they are */
+        if (!(owned = malloc(cur_len ? cur_len : 1)))
+            return ZF_ERR_NOMEM;
+        if (cur_len)
+            memcpy(owned, in, cur_len);
+    }
+    *out = owned;
+    *out_len = cur_len;
+    return ZF_OK;
+}

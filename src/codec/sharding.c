@@ -528,3 +528,13 @@ fail:
     sharding_destroy(&s->base);
     return st;
 }
+
+zf_status zf_sharding_encode_shard(const zf_codec *c, const uint8_t *const *chunks,
+                                   const uint8_t *old_shard, uint64_t old_len,
+                                   const uint64_t *old_index, unsigned flags, uint8_t **out,
+                                   size_t *out_len, bool *empty, zf_err *err)
+{
+    (void)c, (void)chunks, (void)old_shard, (void)old_len, (void)old_index, (void)flags;
+    (void)out, (void)out_len, (void)empty;
+    return zf_fail(err, ZF_ERR_UNSUPPORTED, "sharding_indexed: encoding is not supported yet");
+}

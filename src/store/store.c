@@ -72,7 +72,8 @@ static zf_status check_key(const char *key, bool allow_root, zf_err *err)
 void zf_store_get_stats(zf_store *s, zf_store_stats *out)
 {
     *out = (zf_store_stats){.requests = s->n_requests, .bytes = s->n_bytes,
-                            .errors = s->n_errors, .retries = s->n_retries};
+                            .errors = s->n_errors, .retries = s->n_retries,
+                            .writes = s->n_writes, .bytes_written = s->n_bytes_written};
 }
 
 void zf_store_count_retry(zf_store *s) { s->n_retries++; }
@@ -128,6 +129,56 @@ zf_status zf_store_list_dir(zf_store *s, const char *prefix, zf_store_listing *o
 {
     zf_status st = check_key(prefix, true, err);
     return st ? st : counted(s, s->ops->list_dir(s, prefix, out, err), NULL);
+}
+
+bool zf_store_is_writable(const zf_store *s) { return s->ops->set && s->ops->erase; }
+
+static zf_status read_only(const zf_store *s, zf_err *err)
+{
+    return zf_fail(err, ZF_ERR_READONLY, "%s: this store is read-only (%s)", s->url,
+                   s->ops->scheme);
+}
+
+/* Count one write request that ended with st, having stored `bytes`. */
+static zf_status counted_write(zf_store *s, zf_status st, size_t bytes)
+{
+    s->n_writes++;
+    if (st == ZF_OK)
+        s->n_bytes_written += bytes;
+    return counted(s, st, NULL);
+}
+
+zf_status zf_store_set(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                       zf_err *err)
+{
+    zf_status st = check_key(key, false, err);
+    if (st != ZF_OK)
+        return st;
+    if (!s->ops->set)
+        return read_only(s, err);
+    return counted_write(s, s->ops->set(s, key, data, len, err), len);
+}
+
+zf_status zf_store_erase(zf_store *s, const char *key, zf_err *err)
+{
+    zf_status st = check_key(key, false, err);
+    if (st != ZF_OK)
+        return st;
+    if (!s->ops->erase)
+        return read_only(s, err);
+    return counted_write(s, s->ops->erase(s, key, err), 0);
+}
+
+zf_status zf_store_remove_dir(zf_store *s, const char *prefix, zf_err *err)
+{
+    zf_status st = check_key(prefix, false, err);
+    if (st != ZF_OK)
+        return st;
+    if (!s->ops->set)
+        return read_only(s, err);
+    if (!s->ops->remove_dir)
+        return ZF_OK;
+    return counted_write(s, s->ops->remove_dir(s, prefix, err), 0);
 }
 
 void zf_store_close(zf_store *s)
