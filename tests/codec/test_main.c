@@ -92,6 +92,8 @@ int main(void)
     srunner_add_suite(sr, codec_negative_suite());
     srunner_add_suite(sr, codec_transpose_suite());
     srunner_add_suite(sr, codec_v3_suite());
+    srunner_add_suite(sr, codec_encode_suite());
+    srunner_add_suite(sr, codec_encode_v3_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

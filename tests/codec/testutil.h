@@ -53,5 +53,7 @@ Suite *codec_fixture_suite(void);
 Suite *codec_negative_suite(void);
 Suite *codec_transpose_suite(void);
 Suite *codec_v3_suite(void);
+Suite *codec_encode_suite(void);
+Suite *codec_encode_v3_suite(void);
 
 #endif

@@ -10,7 +10,7 @@ int main(void)
 {
     Suite *s = suite_create("store");
     TCase *(*const cases[])(void) = {store_file_tcase, store_parse_tcase, store_http_tcase,
-                                     store_s3_tcase};
+                                     store_s3_tcase, store_write_tcase};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         TCase *tc = cases[i]();
         tcase_set_timeout(tc, 120);
