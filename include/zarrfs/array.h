@@ -79,13 +79,43 @@ uint64_t zf_array_nbytes(const zf_array *a);
  * failure), ZF_ERR_CORRUPT (a chunk failed to decode; err names the chunk key), ZF_ERR_NOMEM. */
 zf_status zf_array_read(zf_array *a, uint64_t offset, void *buf, size_t len, size_t *nread,
                         zf_err *err);
+/* Close an array; its dirty chunks must have been flushed (zf_array_flush). */
 void zf_array_close(zf_array *a);
+
+/* ----- writing (the encode direction of DESIGN.md's pipeline) -----
+ * Writes go into the chunk cache (dirty chunks, see cache.h) and reach the store when flushed:
+ * each dirty chunk is encoded with the codec chain (zf_chain_encode) and stored with
+ * zf_store_set, or erased with zf_store_erase when it equals the fill value everywhere (unless
+ * write_empty_chunks; never for a v2 array whose fill value is null). A chunk the write covers
+ * whole (every element of it inside the array) is not read from the store first; a partly covered
+ * one is. Sharded arrays (a lone sharding_indexed codec): the dirty inner chunks of a shard are
+ * encoded and the shard rewritten with a new index (v3 codecs "Sharding codec"), the old shard
+ * read only when some of its inner chunks were not written. */
+
+/* Make the array writable. Errors: ZF_ERR_UNSUPPORTED (nested sharding; a codec without an
+ * encoder is found when flushing instead), ZF_ERR_READONLY (the store cannot write). */
+zf_status zf_array_enable_write(zf_array *a, bool write_empty_chunks, zf_err *err);
+/* Write len bytes of buf at byte offset of the flat view; offset + len <= zf_array_nbytes.
+ * Errors: ZF_ERR_IO (the old chunk could not be read, or too much written data could not be
+ * stored), ZF_ERR_CORRUPT (an old chunk cannot be decoded: err names it), ZF_ERR_INVALID (past
+ * the end, or not writable), ZF_ERR_NOMEM. */
+zf_status zf_array_write(zf_array *a, uint64_t offset, const void *buf, size_t len,
+                         zf_err *err);
+/* Store every dirty chunk of the array. Errors: the first failure (err names the chunk key);
+ * failed chunks stay dirty. */
+zf_status zf_array_flush(zf_array *a, zf_err *err);
+/* Erase the stored chunks (shards) whose first coordinate is >= first_row (in chunks of the
+ * array's chunk grid), up to the grid's end: what a shrink along the first dimension leaves
+ * outside the array. Errors: as zf_store_erase. */
+zf_status zf_array_erase_chunk_rows(zf_array *a, uint64_t first_row, zf_err *err);
 
 /* Chunk decoding in this process, over all arrays: chunks loaded (decoded, or adopted when
  * stored raw), failures (corrupt chunks and shard indexes), and seconds spent in codec chains. */
 typedef struct zf_decode_stats {
     uint64_t chunks, failures;
     double seconds;
+    uint64_t encoded, encode_failures; /* chunks encoded for writing (and failures) */
+    double encode_seconds;
 } zf_decode_stats;
 void zf_array_get_decode_stats(zf_decode_stats *out);
 

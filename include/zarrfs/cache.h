@@ -28,6 +28,8 @@ typedef zf_status (*zf_cache_load_fn)(void *ctx, uint64_t chunk, void **data, si
 typedef struct zf_cache_stats {
     uint64_t hits, misses, evictions, loads_failed;
     size_t bytes, entries;
+    size_t dirty_bytes, dirty_entries;        /* written, not yet stored */
+    uint64_t writebacks, writeback_failures;  /* writeback calls and their failures */
 } zf_cache_stats;
 
 /* capacity in bytes of decoded data (absent entries count 64 bytes). Errors: ZF_ERR_NOMEM. */
@@ -48,6 +50,54 @@ size_t zf_cache_entry_size(const zf_cache_entry *e);
 void zf_cache_release(zf_cache *c, zf_cache_entry *e);
 
 void zf_cache_get_stats(zf_cache *c, zf_cache_stats *out);
+
+/* ----- writing -----
+ * A written entry is "dirty": its data is newer than the store. The cache holds a pin on every
+ * dirty entry, so it is never evicted; it stays until its owner's writeback stores it and marks
+ * it clean (then it is an ordinary cached entry). Writebacks happen when zf_cache_flush asks:
+ * on fsync and close, from a timer, on unmount, and when dirty data takes too much of the cache
+ * (the writer flushes the oldest first, as the kernel throttles writers of dirty pages).
+ *
+ * Entry data may change only under the entry's lock (zf_cache_entry_lock); readers of a cache
+ * whose entries can be written take it too while they copy. Lock order: an owner's own locks,
+ * then entry locks in ascending chunk order, then the cache's internal lock. */
+
+typedef struct zf_cache_owner {
+    /* Store the dirty entry e (pinned by the caller, not locked): lock it, and unless it is
+     * clean by now (a writeback of a neighbour stored it too), store it and zf_cache_mark_clean
+     * it. Errors: whatever storing failed with (e stays dirty, to be tried again). */
+    zf_status (*writeback)(void *ctx, zf_cache_entry *e, zf_err *err);
+    void *ctx;
+} zf_cache_owner;
+
+void zf_cache_entry_lock(zf_cache_entry *e);
+void zf_cache_entry_unlock(zf_cache_entry *e);
+/* The chunk index of an entry. */
+uint64_t zf_cache_entry_chunk(const zf_cache_entry *e);
+/* Writable data of a pinned, locked entry (NULL for an absent chunk). */
+void *zf_cache_entry_wdata(zf_cache_entry *e);
+/* Give a pinned, locked absent entry data (malloc'd, size bytes; owned by the cache now). */
+void zf_cache_entry_set_data(zf_cache *c, zf_cache_entry *e, void *data, size_t size);
+/* Mark a pinned, locked entry with data dirty, to be stored by owner (which must stay valid
+ * until the entry is clean: flush before the owner goes away). */
+void zf_cache_mark_dirty(zf_cache *c, zf_cache_entry *e, const zf_cache_owner *owner);
+bool zf_cache_entry_is_dirty(const zf_cache_entry *e); /* entry locked */
+/* The locked entry's data is stored: drop its dirty mark. */
+void zf_cache_mark_clean(zf_cache *c, zf_cache_entry *e);
+/* Pin (array_id, chunk) if it is cached and loaded, without loading: ZF_OK and *out, else
+ * ZF_ERR_NOT_FOUND. */
+zf_status zf_cache_peek(zf_cache *c, uint64_t array_id, uint64_t chunk, zf_cache_entry **out);
+/* Forget a clean entry (e.g. a shard index the owner just rewrote); a pinned one is forgotten
+ * when its last pin goes. Dirty entries are kept. */
+void zf_cache_drop(zf_cache *c, uint64_t array_id, uint64_t chunk);
+
+#define ZF_CACHE_ALL UINT64_MAX
+/* Write back dirty entries of array_id (ZF_CACHE_ALL: every array), oldest first: those last
+ * written at least `idle` seconds ago or first dirtied at least `max_age` seconds ago (0, 0:
+ * all), stopping once `max_bytes` bytes were written back (0: no limit). Every selected entry is
+ * tried; the first failure is returned (err says which), the failed entries stay dirty. */
+zf_status zf_cache_flush(zf_cache *c, uint64_t array_id, double idle, double max_age,
+                         size_t max_bytes, zf_err *err);
 /* Free the cache; every entry must have been released. */
 void zf_cache_free(zf_cache *c);
 

@@ -38,6 +38,9 @@ typedef struct zf_node {
     char **listing;        /* groups: the children last listed (NULL: not yet), and when */
     size_t nlisting;
     double listed;
+    bool pending;          /* a new empty file, no metadata yet (zf_hierarchy_create) */
+    struct zf_node *pending_next;
+    uint64_t gen;          /* arrays: bumped by each resize (a new chunk-cache id) */
 } zf_node;
 
 typedef struct zf_hierarchy zf_hierarchy;
@@ -50,6 +53,8 @@ typedef struct zf_hierarchy_options {
     double metadata_ttl;   /* seconds a node's metadata and a group's listing are trusted before
                               they are read again; 0: forever */
     unsigned readahead;    /* bands of chunks a sequential reader is kept ahead by (0: 1) */
+    bool writable;         /* -o rw: writes allowed (where the store and dialect allow them) */
+    bool write_empty_chunks; /* store chunks equal to the fill value (else erase them) */
 } zf_hierarchy_options;
 
 /* Open the hierarchy in store, which passes to the hierarchy. The root's metadata is read and
@@ -92,7 +97,58 @@ double zf_hierarchy_metadata_ttl(const zf_hierarchy *h);
  * the store (requests, bytes fetched, retries, errors), and `replies_failed`, the count of FUSE
  * requests answered with an error that the caller passes in. */
 char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed);
+/* Write back every dirty chunk (see zf_hierarchy_flush), then free everything. */
 void zf_hierarchy_free(zf_hierarchy *h);
+
+/* ----- writing (-o rw) -----
+ * Allowed for Zarr v2 and v3 hierarchies in stores that can write (local directories, S3); the
+ * two v3 drafts and HTTP stores are read-only (ZF_ERR_READONLY). Metadata documents are written
+ * whole with zf_store_set (atomically on local stores). A hierarchy with consolidated metadata
+ * (.zmetadata, or inline in the root zarr.json) refuses metadata changes (ZF_ERR_UNSUPPORTED),
+ * since they would leave the consolidated copy stale; chunk writes are fine. */
+
+/* ZF_OK when the hierarchy can be written; else ZF_ERR_READONLY with the reason. */
+zf_status zf_hierarchy_can_write(const zf_hierarchy *h, zf_err *err);
+/* Write len bytes at byte offset of an array node's flat view (DESIGN.md's file), growing the
+ * array along its first dimension when the write ends past it (shape[0] becomes the rows the
+ * write reaches, rounded up). Errors: ZF_ERR_READONLY, ZF_ERR_INVALID (a pending file without
+ * metadata; a 0-d array grown), and as zf_array_write. */
+zf_status zf_hierarchy_write(zf_hierarchy *h, zf_node *node, uint64_t offset, const void *buf,
+                             size_t len, zf_err *err);
+/* Store the dirty chunks of node (NULL: of every array). Errors: the first failure. */
+zf_status zf_hierarchy_flush(zf_hierarchy *h, zf_node *node, zf_err *err);
+/* Store dirty chunks last written at least idle seconds ago or first written at least max_age
+ * seconds ago (the periodic writeback). */
+zf_status zf_hierarchy_flush_aged(zf_hierarchy *h, double idle, double max_age, zf_err *err);
+/* Resize an array node to size bytes, a whole number of rows (row = product(shape[1:]) *
+ * itemsize): shape[0] changes in the metadata; chunks wholly outside a shrunk array are erased
+ * and the part of its last chunks outside it set to the fill value. Errors: ZF_ERR_INVALID (not
+ * a whole number of rows, a 0-d array), ZF_ERR_READONLY, ZF_ERR_UNSUPPORTED, store errors. */
+zf_status zf_hierarchy_resize(zf_hierarchy *h, zf_node *node, uint64_t size, zf_err *err);
+/* New group `name` in group dir (v2: .zgroup {"zarr_format": 2}; v3: zarr.json with node_type
+ * group). Errors: ZF_ERR_EXISTS, ZF_ERR_INVALID (bad name), ZF_ERR_NOT_DIR, ZF_ERR_READONLY. */
+zf_status zf_hierarchy_mkdir(zf_hierarchy *h, zf_node *dir, const char *name, zf_node **out,
+                             zf_err *err);
+/* Remove the empty group `name` of dir (its documents and directory). Errors: ZF_ERR_NOT_FOUND,
+ * ZF_ERR_NOT_DIR, ZF_ERR_NOT_EMPTY (children, or other keys below it), ZF_ERR_READONLY. */
+zf_status zf_hierarchy_rmdir(zf_hierarchy *h, zf_node *dir, const char *name, zf_err *err);
+/* Delete the array `name` of dir: every key below its prefix (or a pending file). The caller
+ * enforces -o allow_delete. Errors: ZF_ERR_NOT_FOUND, ZF_ERR_IS_DIR, ZF_ERR_READONLY. */
+zf_status zf_hierarchy_unlink(zf_hierarchy *h, zf_node *dir, const char *name, zf_err *err);
+/* A new empty file `name` in dir, pending until zf_hierarchy_set_metadata gives it array
+ * metadata (nothing is stored before). Errors: as zf_hierarchy_mkdir. */
+zf_status zf_hierarchy_create(zf_hierarchy *h, zf_node *dir, const char *name, zf_node **out,
+                              zf_err *err);
+/* Replace a node's attributes with the JSON object text (v2: .zattrs; v3: "attributes" of its
+ * zarr.json). Errors: ZF_ERR_INVALID (not a JSON object), ZF_ERR_READONLY, store errors. */
+zf_status zf_hierarchy_set_attributes(zf_hierarchy *h, zf_node *node, const char *json,
+                                      size_t len, zf_err *err);
+/* Make a pending file an array: json is a .zarray (v2) or array zarr.json (v3) document, checked
+ * by the same parser reads use, stored as given. Errors: ZF_ERR_INVALID (invalid, unsupported
+ * data type or codec, or a group document: err says why), ZF_ERR_PERMISSION (not a pending
+ * file: an existing array's metadata is not replaced), ZF_ERR_READONLY, store errors. */
+zf_status zf_hierarchy_set_metadata(zf_hierarchy *h, zf_node *node, const char *json,
+                                    size_t len, zf_err *err);
 
 /* The file name for a root array of store `store_name` (see above); malloc'd. */
 char *zf_root_array_name(const char *store_name);

@@ -24,6 +24,13 @@ yajl_val zf_json_get(yajl_val v, const char *name);
 char *zf_json_dump(yajl_val v);
 
 /* Exact integer value of a JSON number: true when v is an integral number that fits. */
+/* The JSON object text (len bytes) with its top-level member replaced by (or, when absent,
+ * given) the JSON text value, written out indented by 4 spaces, malloc'd into *out. key names
+ * the document in messages. Errors: ZF_ERR_INVALID (text or value not valid JSON, text not an
+ * object), ZF_ERR_NOMEM. */
+zf_status zf_json_replace_member(const char *key, const char *text, size_t len,
+                                 const char *member, const char *value, char **out, zf_err *err);
+
 int zf_json_int64(yajl_val v, int64_t *out);
 int zf_json_uint64(yajl_val v, uint64_t *out);
 

@@ -18,6 +18,11 @@ typedef enum zf_status {
     ZF_ERR_INVALID,     /* invalid metadata or argument */
     ZF_ERR_UNSUPPORTED, /* allowed by the spec but not served (object dtype, unknown codec) */
     ZF_ERR_READONLY,    /* a write to a read-only store or mount */
+    ZF_ERR_EXISTS,      /* a node of that name exists already */
+    ZF_ERR_NOT_EMPTY,   /* a group still has children */
+    ZF_ERR_PERMISSION,  /* refused by the mount's policy (e.g. deleting without allow_delete) */
+    ZF_ERR_NOT_DIR,     /* a group was expected, an array found */
+    ZF_ERR_IS_DIR,      /* an array was expected, a group found */
 } zf_status;
 
 /* One line explaining the last failure; msg[0] == '\0' when nothing was said. */

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "zarrfs/array.h"
+#include "array_impl.h"
 #include "zarrfs/log.h"
 #include "zarrfs/mem.h"
 
@@ -145,55 +145,26 @@ zf_status zf_grid_runs(const zf_grid *g, uint64_t elem_begin, uint64_t elem_end,
 
 /* ---------- the flat view ---------- */
 
-/* Sharded arrays (v3 codecs "Sharding codec"): when the chain is a lone sharding_indexed codec,
- * the array reads inner chunks one by one instead of whole shards. Level 0 is the store's shards
- * (the array's chunk grid); when a shard's inner chain is itself a lone sharding_indexed codec,
- * its inner chunks are shards again (level 1), and so on. The cached "chunks" of the flat view are
- * then the innermost chunks; each level's shard indexes are cached too, under their own id. */
-#define MAX_SHARD_LEVELS 8
-
-typedef struct shard_level {
-    struct zf_array *a;
-    unsigned level;
-    const zf_codec *codec;
-    zf_sharding info;
-    zf_grid grid;      /* this level's shards over the whole array */
-    uint64_t cache_id; /* cache id of this level's decoded indexes */
-} shard_level;
-
-struct zf_array {
-    zf_store *store;
-    char *prefix;
-    const zf_array_meta *meta;
-    zf_cache *cache;
-    zf_pool *pool;
-    uint64_t id;
-    zf_grid grid;
-    size_t itemsize;
-    uint64_t nbytes;       /* flat view */
-    size_t chunk_nbytes;   /* one decoded chunk */
-    zf_chunk_repr decoded; /* one decoded chunk's representation */
-    const zf_codec_chain *chain; /* decodes one cached chunk (the innermost, when sharded) */
-    unsigned nlevels;            /* sharding levels read by byte range (0: not sharded) */
-    shard_level levels[MAX_SHARD_LEVELS];
-    bool fill_is_zero;
-    uint64_t band_chunks;  /* chunks per band: product of grid[1..] */
-    uint64_t band_elems;   /* elements of the flat view per band: chunks[0] * product(shape[1..]) */
-    uint64_t band_bytes;   /* decoded bytes of one band (saturated) */
-    unsigned readahead;            /* bands to keep a sequential reader ahead by (>= 1) */
-    _Atomic uint64_t last_end;     /* byte just past the previous read, to spot sequential reads */
-    _Atomic uint64_t next_band;    /* bands below this are already queued for readahead */
-};
-
-static _Atomic uint64_t n_decoded, n_failed, decode_ns;
+static _Atomic uint64_t n_decoded, n_failed, decode_ns, n_encoded, n_encode_failed, encode_ns;
 
 void zf_array_get_decode_stats(zf_decode_stats *out)
 {
     *out = (zf_decode_stats){.chunks = n_decoded, .failures = n_failed,
-                             .seconds = (double)decode_ns / 1e9};
+                             .seconds = (double)decode_ns / 1e9,
+                             .encoded = n_encoded, .encode_failures = n_encode_failed,
+                             .encode_seconds = (double)encode_ns / 1e9};
 }
 
-static uint64_t now_ns(void)
+void zf_array_count_encode(uint64_t ns, bool ok)
+{
+    encode_ns += ns;
+    if (ok)
+        n_encoded++;
+    else
+        n_encode_failed++;
+}
+
+uint64_t zf_array_now_ns(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -216,9 +187,9 @@ static zf_status decode_chunk(zf_array *a, const char *what, zf_bytes *raw, void
         return ZF_ERR_NOMEM;
     }
     zf_err derr = {""};
-    uint64_t t0 = now_ns();
+    uint64_t t0 = zf_array_now_ns();
     zf_status st = zf_chain_decode(a->chain, &a->decoded, raw->data, raw->len, out, &derr);
-    decode_ns += now_ns() - t0;
+    decode_ns += zf_array_now_ns() - t0;
     zf_bytes_free(raw);
     if (st != ZF_OK) {
         n_failed++;
@@ -243,7 +214,7 @@ static zf_status store_status(zf_status st, const zf_err *serr, zf_err *err)
 
 /* Store key of the stored chunk (the level-0 shard when sharded) holding the cached chunk whose
  * coordinates in grid g are cc. */
-static zf_status stored_key(zf_array *a, const zf_grid *g, const uint64_t *cc, char *key,
+zf_status zf_array_stored_key(zf_array *a, const zf_grid *g, const uint64_t *cc, char *key,
                             size_t keysize, zf_err *err)
 {
     uint64_t sc[ZF_MAX_DIMS];
@@ -304,7 +275,7 @@ static zf_status load_index(void *ctx, uint64_t shard, void **data, size_t *size
     uint64_t sc[ZF_MAX_DIMS];
     zf_grid_chunk_coords(&l->grid, shard, sc);
     char key[4096], where[256];
-    zf_status st = stored_key(a, &l->grid, sc, key, sizeof key, err);
+    zf_status st = zf_array_stored_key(a, &l->grid, sc, key, sizeof key, err);
     if (st != ZF_OK)
         return st;
     uint64_t base = 0, len = UINT64_MAX; /* the shard's bytes in the object (len unknown) */
@@ -354,13 +325,13 @@ static zf_status load_index(void *ctx, uint64_t shard, void **data, size_t *size
 
 /* Cache loader of one chunk of the flat view: a whole stored chunk, or one innermost chunk of a
  * shard, fetched by byte range. */
-static zf_status load_chunk(void *ctx, uint64_t chunk, void **data, size_t *size, zf_err *err)
+zf_status zf_array_load_chunk(void *ctx, uint64_t chunk, void **data, size_t *size, zf_err *err)
 {
     zf_array *a = ctx;
     uint64_t cc[ZF_MAX_DIMS];
     char key[4096];
     zf_grid_chunk_coords(&a->grid, chunk, cc);
-    zf_status st = stored_key(a, &a->grid, cc, key, sizeof key, err);
+    zf_status st = zf_array_stored_key(a, &a->grid, cc, key, sizeof key, err);
     if (st != ZF_OK)
         return st;
     zf_bytes raw;
@@ -473,6 +444,8 @@ void zf_array_close(zf_array *a)
 {
     if (!a)
         return;
+    if (a->writable)
+        pthread_mutex_destroy(&a->shard_mu);
     free(a->prefix);
     free(a);
 }
@@ -496,7 +469,7 @@ static void prefetch_run(void *arg)
      * itself: loading it again would only evict chunks the reader is about to use. */
     bool passed = t->ahead && t->chunk / a->band_chunks <
                                   atomic_load(&a->last_end) / a->itemsize / a->band_elems;
-    if (!passed && zf_cache_get(a->cache, a->id, t->chunk, load_chunk, a, &e, NULL) == ZF_OK)
+    if (!passed && zf_cache_get(a->cache, a->id, t->chunk, zf_array_load_chunk, a, &e, NULL) == ZF_OK)
         zf_cache_release(a->cache, e);
     free(t);
 }
@@ -606,7 +579,7 @@ static zf_status chunk_entry(read_ctx *r, uint64_t chunk, zf_cache_entry **out)
             return ZF_OK;
         }
     zf_cache_entry *e;
-    zf_status st = zf_cache_get(r->a->cache, r->a->id, chunk, load_chunk, r->a, &e, r->err);
+    zf_status st = zf_cache_get(r->a->cache, r->a->id, chunk, zf_array_load_chunk, r->a, &e, r->err);
     if (st != ZF_OK)
         return st;
     unsigned slot;
@@ -622,7 +595,7 @@ static zf_status chunk_entry(read_ctx *r, uint64_t chunk, zf_cache_entry **out)
     return ZF_OK;
 }
 
-static void fill_pattern(uint8_t *dst, uint64_t first_byte, size_t n, const uint8_t *fill,
+void zf_array_fill_pattern(uint8_t *dst, uint64_t first_byte, size_t n, const uint8_t *fill,
                          size_t isz)
 {
     size_t phase = (size_t)(first_byte % isz);
@@ -649,13 +622,17 @@ static zf_status copy_run(void *ctx, const zf_run *run)
     zf_status st = chunk_entry(r, run->chunk, &e);
     if (st != ZF_OK)
         return st;
+    if (a->writable) /* a writer may be changing this chunk (or giving it data) */
+        zf_cache_entry_lock(e);
     const uint8_t *data = zf_cache_entry_data(e);
     if (data)
         memcpy(dst, data + run->in_chunk * isz + (rb - run->elem * isz), n);
     else if (a->fill_is_zero)
         memset(dst, 0, n);
     else
-        fill_pattern(dst, rb, n, a->meta->fill_value, isz);
+        zf_array_fill_pattern(dst, rb, n, a->meta->fill_value, isz);
+    if (a->writable)
+        zf_cache_entry_unlock(e);
     return ZF_OK;
 }
 

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "zarrfs/cache.h"
 
@@ -20,9 +21,16 @@ struct zf_cache_entry {
     enum entry_state state;
     zf_status status; /* FAILED: the load's status */
     char *msg;        /* FAILED: the load's message */
-    unsigned refs;    /* pins: holders and waiters */
+    unsigned refs;    /* pins: holders and waiters (and the cache's own while dirty) */
+    bool orphan;      /* dropped from the table while pinned: freed by the last unpin */
     zf_cache_entry *hnext;            /* hash chain */
     zf_cache_entry *lru_prev, *lru_next; /* only while refs == 0 and READY */
+    /* writing */
+    pthread_mutex_t lock;             /* guards data while it can change */
+    bool dirty;
+    const zf_cache_owner *owner;      /* while dirty */
+    double dirtied, touched;          /* first and last write while dirty (monotonic s) */
+    zf_cache_entry *dprev, *dnext;    /* the dirty list, oldest first */
 };
 
 struct zf_cache {
@@ -32,8 +40,16 @@ struct zf_cache {
     zf_cache_entry **buckets;
     size_t nbuckets; /* power of two */
     zf_cache_entry *lru_head, *lru_tail; /* head = most recently used */
+    zf_cache_entry *dirty_head, *dirty_tail;
     zf_cache_stats stats;
 };
+
+static double mono_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
 
 static size_t cost(const zf_cache_entry *e) { return e->data ? e->size : ABSENT_COST; }
 
@@ -82,6 +98,7 @@ static void table_remove(zf_cache *c, zf_cache_entry *e)
 
 static void entry_free(zf_cache_entry *e)
 {
+    pthread_mutex_destroy(&e->lock);
     free(e->data);
     free(e->msg);
     free(e);
@@ -158,6 +175,11 @@ static void unpin_locked(zf_cache *c, zf_cache_entry *e)
         entry_free(e);
         return;
     }
+    if (e->orphan) {
+        c->bytes -= cost(e);
+        entry_free(e);
+        return;
+    }
     lru_push(c, e);
     evict(c);
 }
@@ -194,6 +216,7 @@ zf_status zf_cache_get(zf_cache *c, uint64_t array_id, uint64_t chunk, zf_cache_
     }
     e->array_id = array_id;
     e->chunk = chunk;
+    pthread_mutex_init(&e->lock, NULL);
     e->state = LOADING;
     e->refs = 1;
     size_t b = bucket_of(c, array_id, chunk);
@@ -260,9 +283,12 @@ void zf_cache_release(zf_cache *c, zf_cache_entry *e)
 void zf_cache_get_stats(zf_cache *c, zf_cache_stats *out)
 {
     pthread_mutex_lock(&c->mu);
+    size_t db = c->stats.dirty_bytes, de = c->stats.dirty_entries;
     *out = c->stats;
     out->bytes = c->bytes;
     out->entries = c->entries;
+    out->dirty_bytes = db;
+    out->dirty_entries = de;
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -279,4 +305,153 @@ void zf_cache_free(zf_cache *c)
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
     free(c);
+}
+
+/* ----- writing ----- */
+
+void zf_cache_entry_lock(zf_cache_entry *e) { pthread_mutex_lock(&e->lock); }
+void zf_cache_entry_unlock(zf_cache_entry *e) { pthread_mutex_unlock(&e->lock); }
+uint64_t zf_cache_entry_chunk(const zf_cache_entry *e) { return e->chunk; }
+void *zf_cache_entry_wdata(zf_cache_entry *e) { return e->data; }
+bool zf_cache_entry_is_dirty(const zf_cache_entry *e) { return e->dirty; }
+
+void zf_cache_entry_set_data(zf_cache *c, zf_cache_entry *e, void *data, size_t size)
+{
+    pthread_mutex_lock(&c->mu);
+    if (!e->orphan)
+        c->bytes -= cost(e);
+    free(e->data);
+    e->data = data;
+    e->size = size;
+    if (!e->orphan)
+        c->bytes += cost(e);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void zf_cache_mark_dirty(zf_cache *c, zf_cache_entry *e, const zf_cache_owner *owner)
+{
+    double now = mono_now();
+    pthread_mutex_lock(&c->mu);
+    e->touched = now;
+    e->owner = owner;
+    if (!e->dirty) {
+        e->dirty = true;
+        e->dirtied = now;
+        e->refs++; /* the cache's own pin: never evicted while dirty */
+        e->dnext = NULL;
+        e->dprev = c->dirty_tail;
+        if (c->dirty_tail)
+            c->dirty_tail->dnext = e;
+        else
+            c->dirty_head = e;
+        c->dirty_tail = e;
+        c->stats.dirty_bytes += e->size;
+        c->stats.dirty_entries++;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+void zf_cache_mark_clean(zf_cache *c, zf_cache_entry *e)
+{
+    pthread_mutex_lock(&c->mu);
+    if (e->dirty) {
+        e->dirty = false;
+        if (e->dprev)
+            e->dprev->dnext = e->dnext;
+        else
+            c->dirty_head = e->dnext;
+        if (e->dnext)
+            e->dnext->dprev = e->dprev;
+        else
+            c->dirty_tail = e->dprev;
+        e->dprev = e->dnext = NULL;
+        c->stats.dirty_bytes -= e->size;
+        c->stats.dirty_entries--;
+        unpin_locked(c, e); /* the caller still pins it */
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+zf_status zf_cache_peek(zf_cache *c, uint64_t array_id, uint64_t chunk, zf_cache_entry **out)
+{
+    pthread_mutex_lock(&c->mu);
+    zf_cache_entry *e = find(c, array_id, chunk);
+    if (!e || e->state != READY) {
+        pthread_mutex_unlock(&c->mu);
+        return ZF_ERR_NOT_FOUND;
+    }
+    if (e->refs++ == 0)
+        lru_unlink(c, e);
+    pthread_mutex_unlock(&c->mu);
+    *out = e;
+    return ZF_OK;
+}
+
+void zf_cache_drop(zf_cache *c, uint64_t array_id, uint64_t chunk)
+{
+    pthread_mutex_lock(&c->mu);
+    zf_cache_entry *e = find(c, array_id, chunk);
+    if (e && e->state == READY && !e->dirty) {
+        table_remove(c, e);
+        if (e->refs == 0) {
+            lru_unlink(c, e);
+            c->bytes -= cost(e);
+            entry_free(e);
+        } else {
+            e->orphan = true;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+zf_status zf_cache_flush(zf_cache *c, uint64_t array_id, double idle, double max_age,
+                         size_t max_bytes, zf_err *err)
+{
+    double now = mono_now();
+    bool all = idle <= 0 && max_age <= 0;
+    /* Pin the selected entries in dirty-list order, then write them back without the lock. */
+    pthread_mutex_lock(&c->mu);
+    size_t n = 0, cap = c->stats.dirty_entries, budget = 0;
+    zf_cache_entry **sel = cap ? malloc(cap * sizeof *sel) : NULL;
+    const zf_cache_owner **owners = cap ? malloc(cap * sizeof *owners) : NULL;
+    if (cap && (!sel || !owners)) {
+        pthread_mutex_unlock(&c->mu);
+        free(sel);
+        free(owners);
+        return ZF_ERR_NOMEM;
+    }
+    for (zf_cache_entry *e = c->dirty_head; e && n < cap; e = e->dnext) {
+        if (array_id != ZF_CACHE_ALL && e->array_id != array_id)
+            continue;
+        if (!all && !(idle > 0 && now - e->touched >= idle) &&
+            !(max_age > 0 && now - e->dirtied >= max_age))
+            continue;
+        if (max_bytes && budget >= max_bytes)
+            break;
+        budget += e->size;
+        e->refs++;
+        owners[n] = e->owner;
+        sel[n++] = e;
+    }
+    pthread_mutex_unlock(&c->mu);
+
+    zf_status first = ZF_OK;
+    for (size_t i = 0; i < n; i++) {
+        zf_cache_entry *e = sel[i];
+        zf_err werr = {""};
+        zf_status st = owners[i]->writeback(owners[i]->ctx, e, &werr);
+        pthread_mutex_lock(&c->mu);
+        c->stats.writebacks++;
+        if (st != ZF_OK)
+            c->stats.writeback_failures++;
+        unpin_locked(c, e);
+        pthread_mutex_unlock(&c->mu);
+        if (st != ZF_OK && first == ZF_OK) {
+            first = st;
+            zf_fail(err, st, "%s", werr.msg[0] ? werr.msg : zf_status_str(st));
+        }
+    }
+    free(sel);
+    free(owners);
+    return first;
 }

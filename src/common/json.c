@@ -127,11 +127,15 @@ static int gen_value(yajl_gen g, yajl_val v)
     }
 }
 
-char *zf_json_dump(yajl_val v)
+static char *dump(yajl_val v, bool pretty)
 {
     yajl_gen g = yajl_gen_alloc(NULL);
     if (!g)
         return NULL;
+    if (pretty) {
+        yajl_gen_config(g, yajl_gen_beautify, 1);
+        yajl_gen_config(g, yajl_gen_indent_string, "    ");
+    }
     char *out = NULL;
     if (gen_value(g, v) == yajl_gen_status_ok) {
         const unsigned char *buf;
@@ -145,6 +149,51 @@ char *zf_json_dump(yajl_val v)
     }
     yajl_gen_free(g);
     return out;
+}
+
+char *zf_json_dump(yajl_val v) { return dump(v, false); }
+
+zf_status zf_json_replace_member(const char *key, const char *text, size_t len,
+                                 const char *member, const char *value, char **out, zf_err *err)
+{
+    yajl_val doc, val;
+    zf_status st = zf_json_parse(key, text, len, &doc, err);
+    if (st != ZF_OK)
+        return st;
+    if (!YAJL_IS_OBJECT(doc)) {
+        yajl_tree_free(doc);
+        return zf_fail(err, ZF_ERR_INVALID, "%s: not a JSON object", key);
+    }
+    if ((st = zf_json_parse(key, value, strlen(value), &val, err)) != ZF_OK) {
+        yajl_tree_free(doc);
+        return st;
+    }
+    size_t i = 0, n = doc->u.object.len;
+    while (i < n && strcmp(doc->u.object.keys[i], member) != 0)
+        i++;
+    if (i < n) {
+        yajl_tree_free(doc->u.object.values[i]);
+        doc->u.object.values[i] = val;
+    } else {
+        const char **keys = realloc((void *)doc->u.object.keys, (n + 1) * sizeof *keys);
+        if (keys)
+            doc->u.object.keys = keys;
+        yajl_val *vals = keys ? realloc(doc->u.object.values, (n + 1) * sizeof *vals) : NULL;
+        if (vals)
+            doc->u.object.values = vals;
+        char *k = vals ? strdup(member) : NULL;
+        if (!k) {
+            yajl_tree_free(val);
+            yajl_tree_free(doc);
+            return ZF_ERR_NOMEM;
+        }
+        doc->u.object.keys[n] = k;
+        doc->u.object.values[n] = val;
+        doc->u.object.len = n + 1;
+    }
+    *out = dump(doc, true);
+    yajl_tree_free(doc);
+    return *out ? ZF_OK : ZF_ERR_NOMEM;
 }
 
 static int is_integral_text(const char *r)

@@ -15,6 +15,11 @@ const char *zf_status_str(zf_status st)
     case ZF_ERR_INVALID: return "invalid";
     case ZF_ERR_UNSUPPORTED: return "unsupported";
     case ZF_ERR_READONLY: return "read-only";
+    case ZF_ERR_EXISTS: return "exists";
+    case ZF_ERR_NOT_EMPTY: return "not empty";
+    case ZF_ERR_PERMISSION: return "not permitted";
+    case ZF_ERR_NOT_DIR: return "not a group";
+    case ZF_ERR_IS_DIR: return "is a group";
     }
     return "unknown status";
 }

@@ -9,6 +9,8 @@
 
 typedef struct zf_fs {
     zf_hierarchy *h;
+    bool rw;           /* -o rw: writes allowed (where the hierarchy can be written) */
+    bool allow_delete; /* -o allow_delete: unlink deletes arrays */
 } zf_fs;
 
 extern const struct fuse_lowlevel_ops zf_fuse_ops;

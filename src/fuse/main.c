@@ -37,7 +37,7 @@ typedef struct zf_options {
     char *timeout, *metadata_ttl, *endpoint, *region, *profile;
     int show_version;
     int show_help;
-    int rw;
+    int rw, allow_delete, write_empty_chunks;
 } zf_options;
 
 #define ZF_OPT(t, p) {t, offsetof(zf_options, p), 1}
@@ -52,8 +52,9 @@ static const struct fuse_opt zf_opts[] = {
     ZF_OPT("profile=%s", profile),
     ZF_OPT("--version", show_version),   ZF_OPT("-V", show_version),
     ZF_OPT("--help", show_help),         ZF_OPT("-h", show_help),
-    /* mount(8) passes "rw" unless told "ro": noted and dropped (the mount stays read-only). */
-    {"rw", offsetof(zf_options, rw), 1},
+    ZF_OPT("allow_delete", allow_delete), ZF_OPT("write_empty_chunks", write_empty_chunks),
+    /* Writing: -o rw (mount(8) passes it unless told "ro"); "ro" goes on to FUSE. */
+    ZF_OPT("rw", rw),
     FUSE_OPT_END,
 };
 
@@ -62,9 +63,9 @@ static const struct fuse_opt zf_opts[] = {
 static void usage(const char *prog)
 {
     printf("usage: %s [options] STORE MOUNTPOINT\n\n"
-           "Mount the Zarr hierarchy in STORE (a directory or file:// URL) read-only at\n"
-           "MOUNTPOINT: each group a directory, each array one file holding the whole array\n"
-           "in C order.\n\n"
+           "Mount the Zarr hierarchy in STORE (a directory or file:// URL, http(s):// or\n"
+           "s3:// URL) at MOUNTPOINT: each group a directory, each array one file holding\n"
+           "the whole array in C order. Read-only unless -o rw.\n\n"
            "zarrfs options:\n"
            "    -o cache_size=SIZE     bytes of decoded chunks to keep (suffix K, M, G)\n"
            "                           (default: " DEFAULT_CACHE_SIZE ")\n"
@@ -86,7 +87,12 @@ static void usage(const char *prog)
            "    -o region=R            S3 region (default: $AWS_REGION or us-east-1)\n"
            "    -o profile=P           ~/.aws/credentials profile (default: $AWS_PROFILE or\n"
            "                           default)\n"
-           "    -o anonymous           unsigned S3 requests (default: signed)\n\n"
+           "    -o anonymous           unsigned S3 requests (default: signed)\n"
+           "    -o rw                  allow writing (v2 and v3; local and S3 stores)\n"
+           "                           (default: read-only)\n"
+           "    -o write_empty_chunks  store chunks holding only the fill value (default:\n"
+           "                           erase them)\n"
+           "    -o allow_delete        let unlink delete arrays (default: EPERM)\n\n"
            "    -f                     stay in the foreground (default: background)\n"
            "    -V, --version          print the version\n"
            "    -h, --help             print this help\n\n",
@@ -255,10 +261,12 @@ static void notify_systemd(const char *state)
     close(fd);
 }
 
-/* -o stats_log=SECONDS: a thread that logs the statistics until told to stop. */
+/* A thread that runs `tick` every `seconds` until told to stop: -o stats_log=SECONDS logs the
+ * statistics; with -o rw, the writeback of chunks written a while ago. */
 typedef struct stats_logger {
     zf_fs *fs;
     unsigned seconds;
+    void (*tick)(zf_fs *fs);
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -277,15 +285,39 @@ static void *stats_log_run(void *arg)
             ;
         if (sl->stop)
             break;
-        char *json = zf_fuse_stats_json(sl->fs);
-        if (json) {
-            json[strcspn(json, "\n")] = '\0';
-            zf_log_always("stats: %s", json);
-            free(json);
-        }
+        pthread_mutex_unlock(&sl->mu);
+        sl->tick(sl->fs);
+        pthread_mutex_lock(&sl->mu);
     }
     pthread_mutex_unlock(&sl->mu);
     return NULL;
+}
+
+static void log_stats(zf_fs *fs)
+{
+    char *json = zf_fuse_stats_json(fs);
+    if (json) {
+        json[strcspn(json, "\n")] = '\0';
+        zf_log_always("stats: %s", json);
+        free(json);
+    }
+}
+
+/* Chunks last written WRITEBACK_IDLE seconds ago, or first written WRITEBACK_MAX_AGE seconds
+ * ago, are stored by the next tick: at most about three seconds after the last write. */
+#define WRITEBACK_IDLE 2.0
+#define WRITEBACK_MAX_AGE 5.0
+
+static void writeback_tick(zf_fs *fs)
+{
+    zf_err err = {""};
+    static char last[sizeof err.msg];
+    if (zf_hierarchy_flush_aged(fs->h, WRITEBACK_IDLE, WRITEBACK_MAX_AGE, &err) == ZF_OK) {
+        last[0] = '\0';
+    } else if (strcmp(err.msg, last) != 0) { /* once per distinct failure, retried each tick */
+        zf_log_error("storing written chunks: %s (will retry)", err.msg);
+        snprintf(last, sizeof last, "%s", err.msg);
+    }
 }
 
 static void stats_log_start(stats_logger *sl)
@@ -371,12 +403,12 @@ int main(int argc, char *argv[])
         goto out;
     }
     zf_log_set_level(level);
-    if (o.rw)
-        zf_log_warn("-o rw: writing is not supported yet; mounting read-only");
 
     zf_hierarchy_options hopts = {.cache_size = parse_size(o.cache_size ? o.cache_size
                                                                         : DEFAULT_CACHE_SIZE),
-                                  .threads = o.threads, .readahead = o.readahead};
+                                  .threads = o.threads, .readahead = o.readahead,
+                                  .writable = o.rw,
+                                  .write_empty_chunks = o.write_empty_chunks};
     if (hopts.cache_size == 0) {
         fprintf(stderr, "zarrfs: -o cache_size=%s: expected a size such as 512M\n", o.cache_size);
         goto out;
@@ -425,7 +457,11 @@ int main(int argc, char *argv[])
 
     if (!check_mountpoint(cl.mountpoint))
         goto out;
-    zf_fs fs = {.h = h};
+    if (o.rw && zf_hierarchy_can_write(h, &err) != ZF_OK) {
+        zf_log_warn("-o rw: %s; mounting read-only", err.msg);
+        o.rw = 0;
+    }
+    zf_fs fs = {.h = h, .rw = o.rw, .allow_delete = o.allow_delete};
     se = fuse_session_new(&args, &zf_fuse_ops, sizeof zf_fuse_ops, &fs);
     if (!se)
         goto out;
@@ -441,14 +477,17 @@ int main(int argc, char *argv[])
     if (!cl.foreground)
         zf_log_to_syslog(true); /* stderr is /dev/null from here on */
     zf_log_info("mounted %s at %s", o.store, cl.mountpoint);
-    stats_logger sl = {.fs = &fs, .seconds = o.stats_log};
+    stats_logger sl = {.fs = &fs, .seconds = o.stats_log, .tick = log_stats};
     stats_log_start(&sl);
+    stats_logger wb = {.fs = &fs, .seconds = o.rw ? 1 : 0, .tick = writeback_tick};
+    stats_log_start(&wb);
     notify_systemd("READY=1");
     ret = run_loop(se, &cl);
     /* The loop returns the number of the signal that ended it: a clean unmount too. */
     ret = ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 : 1;
     notify_systemd("STOPPING=1");
     stats_log_stop(&sl);
+    stats_log_stop(&wb);
     zf_log_info("unmounting %s", cl.mountpoint);
 out_unmount:
     fuse_session_unmount(se);

@@ -1,6 +1,9 @@
 /* ops.c — FUSE low-level handlers, one per operation, each replying exactly once (the shape of
  * libfuse's passthrough_ll). Inode numbers are hierarchy node ids; the root is 1
- * (FUSE_ROOT_ID). Everything is read-only. */
+ * (FUSE_ROOT_ID). Mounted with -o rw, writes, truncation, new files and directories and
+ * setxattr change the hierarchy (hierarchy.h, "writing"); otherwise all of them fail with
+ * EROFS. Open files carry their node (fi->fh), so that a resize, which replaces the node's
+ * array, is seen by every open file. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,6 +21,8 @@
  * (-o metadata_ttl, remote stores), else an hour. */
 static double attr_timeout(zf_hierarchy *h)
 {
+    if (zf_hierarchy_can_write(h, NULL) == ZF_OK)
+        return 1.0; /* sizes change through this mount (growth rounds up to whole rows) */
     double ttl = zf_hierarchy_metadata_ttl(h);
     return ttl > 0 && ttl < ATTR_TIMEOUT ? ttl : ATTR_TIMEOUT;
 }
@@ -41,6 +46,11 @@ int zf_errno(zf_status st)
     case ZF_ERR_NOMEM: return ENOMEM;
     case ZF_ERR_UNSUPPORTED: return EOPNOTSUPP;
     case ZF_ERR_READONLY: return EROFS;
+    case ZF_ERR_EXISTS: return EEXIST;
+    case ZF_ERR_NOT_EMPTY: return ENOTEMPTY;
+    case ZF_ERR_PERMISSION: return EPERM;
+    case ZF_ERR_NOT_DIR: return ENOTDIR;
+    case ZF_ERR_IS_DIR: return EISDIR;
     case ZF_ERR_IO:
     case ZF_ERR_CORRUPT:
     case ZF_ERR_INVALID: return EIO;
@@ -49,12 +59,16 @@ int zf_errno(zf_status st)
 }
 
 static zf_hierarchy *H(fuse_req_t req) { return ((zf_fs *)fuse_req_userdata(req))->h; }
+static zf_fs *FS(fuse_req_t req) { return fuse_req_userdata(req); }
 
-static void node_attr(const zf_node *n, struct stat *st)
+/* Writable: mounted -o rw and the hierarchy allows it (dialect, store). */
+static bool writable(zf_hierarchy *h) { return zf_hierarchy_can_write(h, NULL) == ZF_OK; }
+
+static void node_attr(const zf_node *n, struct stat *st, bool rw)
 {
     memset(st, 0, sizeof *st);
     st->st_ino = n->id;
-    st->st_mode = n->is_dir ? S_IFDIR | 0555 : S_IFREG | 0444;
+    st->st_mode = n->is_dir ? S_IFDIR | (rw ? 0755 : 0555) : S_IFREG | (rw ? 0644 : 0444);
     st->st_nlink = n->is_dir ? 2 : 1;
     st->st_size = n->is_dir ? 0 : (off_t)n->size;
     st->st_blksize = 4096;
@@ -142,7 +156,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     }
     struct fuse_entry_param e = {.ino = n->id, .attr_timeout = attr_timeout(H(req)),
                                  .entry_timeout = attr_timeout(H(req))};
-    node_attr(n, &e.attr);
+    node_attr(n, &e.attr, writable(H(req)));
     fuse_reply_entry(req, &e);
 }
 
@@ -159,7 +173,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     if (!n)
         return;
     struct stat st;
-    node_attr(n, &st);
+    node_attr(n, &st, writable(H(req)));
     fuse_reply_attr(req, &st, attr_timeout(H(req)));
 }
 
@@ -208,7 +222,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     for (size_t i = 0; i < d->n; i++) {
         zf_node *c;
         if (zf_hierarchy_child(H(req), n, d->names[i], &c, NULL) == ZF_OK)
-            node_attr(c, &d->attrs[i]);
+            node_attr(c, &d->attrs[i], false);
         else
             d->attrs[i] = (struct stat){.st_ino = UINT64_MAX - i, .st_mode = S_IFREG};
     }
@@ -273,14 +287,68 @@ static void open_stats(fuse_req_t req, struct fuse_file_info *fi)
     fuse_reply_open(req, fi);
 }
 
+/* Report a failed write-side operation (logged, counted) or reply 0. */
+static void reply_done(fuse_req_t req, zf_status st, const zf_err *err, const char *what)
+{
+    if (st == ZF_OK)
+        fuse_reply_err(req, 0);
+    else
+        reply_status(req, st, err, what);
+}
+
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     if (ino == STATS_INO) {
         stats_handle *sh = (stats_handle *)(uintptr_t)fi->fh;
         free(sh->json);
         free(sh);
+    } else if ((fi->flags & O_ACCMODE) != O_RDONLY) { /* store what this file wrote */
+        zf_node *n = (zf_node *)(uintptr_t)fi->fh;
+        zf_err err = {""};
+        if (zf_hierarchy_flush(H(req), n, &err) != ZF_OK)
+            zf_log_error("%s: storing written chunks: %s", n->path, err.msg);
     }
     fuse_reply_err(req, 0);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    if (ino == STATS_INO || (fi->flags & O_ACCMODE) == O_RDONLY) {
+        fuse_reply_err(req, 0);
+        return;
+    }
+    zf_node *n = (zf_node *)(uintptr_t)fi->fh;
+    zf_err err = {""};
+    reply_done(req, zf_hierarchy_flush(H(req), n, &err), &err, n->path);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+    (void)datasync;
+    if (ino == STATS_INO) {
+        fuse_reply_err(req, 0);
+        return;
+    }
+    zf_node *n = (zf_node *)(uintptr_t)fi->fh;
+    zf_err err = {""};
+    reply_done(req, zf_hierarchy_flush(H(req), n, &err), &err, n->path);
+}
+
+/* EROFS for any change to a read-only mount (and to hierarchies that cannot be written). */
+static bool refuse_readonly(fuse_req_t req)
+{
+    zf_err err = {""};
+    if (!FS(req)->rw) {
+        fuse_reply_err(req, EROFS);
+        return true;
+    }
+    zf_status st = zf_hierarchy_can_write(H(req), &err);
+    if (st != ZF_OK) {
+        zf_log_debug("refused: %s", err.msg);
+        fuse_reply_err(req, zf_errno(st));
+        return true;
+    }
+    return false;
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -296,19 +364,24 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fuse_reply_err(req, EISDIR);
         return;
     }
-    if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
-        fuse_reply_err(req, EROFS);
+    bool write = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
+    if (write && refuse_readonly(req))
         return;
-    }
-    zf_array *a;
     zf_err err = {""};
-    zf_status st = zf_hierarchy_array(H(req), n, &a, &err);
+    zf_status st = ZF_OK;
+    if (!n->pending) {
+        zf_array *a;
+        st = zf_hierarchy_array(H(req), n, &a, &err);
+        if (st == ZF_OK && write && (fi->flags & O_TRUNC))
+            st = zf_hierarchy_resize(H(req), n, 0, &err);
+    }
     if (st != ZF_OK) {
         reply_status(req, st, &err, n->path);
         return;
     }
-    fi->fh = (uintptr_t)a;
-    fi->keep_cache = 1; /* the data never changes under a read-only mount: keep the page cache */
+    fi->fh = (uintptr_t)n;
+    /* Read-only, the data never changes: keep the page cache across opens. */
+    fi->keep_cache = !FS(req)->rw;
     fuse_reply_open(req, fi);
 }
 
@@ -325,25 +398,187 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_reply_buf(req, sh->json + o, size < sh->len - o ? size : sh->len - o);
         return;
     }
-    zf_array *a = (zf_array *)(uintptr_t)fi->fh;
-    void *buf = malloc(size ? size : 1);
-    if (!buf) {
-        fuse_reply_err(req, ENOMEM);
+    zf_node *n = (zf_node *)(uintptr_t)fi->fh;
+    if (n->pending) {
+        fuse_reply_buf(req, NULL, 0);
         return;
     }
-    size_t got = 0;
+    zf_array *a;
     zf_err err = {""};
-    zf_status st = zf_array_read(a, (uint64_t)off, buf, size, &got, &err);
+    zf_status st = zf_hierarchy_array(H(req), n, &a, &err);
+    void *buf = st == ZF_OK ? malloc(size ? size : 1) : NULL;
+    if (st == ZF_OK && !buf)
+        st = ZF_ERR_NOMEM;
+    size_t got = 0;
+    if (st == ZF_OK)
+        st = zf_array_read(a, (uint64_t)off, buf, size, &got, &err);
     if (st != ZF_OK) {
-        zf_node *n = zf_hierarchy_node(H(req), ino);
         char what[600];
-        snprintf(what, sizeof what, "%s: read of %zu bytes at %lld", n ? n->path : "?", size,
+        snprintf(what, sizeof what, "%s: read of %zu bytes at %lld", n->path, size,
                  (long long)off);
         reply_status(req, st, &err, what);
     } else {
         fuse_reply_buf(req, buf, got);
     }
     free(buf);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                     struct fuse_file_info *fi)
+{
+    (void)ino;
+    if (off < 0) {
+        fuse_reply_err(req, EINVAL);
+        return;
+    }
+    zf_node *n = (zf_node *)(uintptr_t)fi->fh;
+    zf_err err = {""};
+    zf_status st = zf_hierarchy_write(H(req), n, (uint64_t)off, buf, size, &err);
+    if (st != ZF_OK) {
+        char what[600];
+        snprintf(what, sizeof what, "%s: write of %zu bytes at %lld", n->path, size,
+                 (long long)off);
+        reply_status(req, st, &err, what);
+        return;
+    }
+    fuse_reply_write(req, size);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                       struct fuse_file_info *fi)
+{
+    (void)fi;
+    zf_node *n = ino == STATS_INO ? NULL : node_of(req, ino);
+    if (!n) {
+        if (ino == STATS_INO)
+            fuse_reply_err(req, EROFS);
+        return;
+    }
+    if (refuse_readonly(req))
+        return;
+    if (to_set & FUSE_SET_ATTR_SIZE) {
+        zf_err err = {""};
+        zf_status st = n->is_dir ? ZF_ERR_IS_DIR
+                       : n->pending && attr->st_size == 0
+                           ? ZF_OK
+                           : zf_hierarchy_resize(H(req), n, (uint64_t)attr->st_size, &err);
+        if (st != ZF_OK) {
+            char what[600];
+            snprintf(what, sizeof what, "%s: truncate to %lld bytes", n->path,
+                     (long long)attr->st_size);
+            reply_status(req, st, &err, what);
+            return;
+        }
+    }
+    /* Modes, owners and times are not kept (the store has none): accepted and left as they
+     * are, as on file systems without them, so that cp, touch and tar work. */
+    struct stat st;
+    node_attr(n, &st, true);
+    fuse_reply_attr(req, &st, attr_timeout(H(req)));
+}
+
+static bool parent_dir(fuse_req_t req, fuse_ino_t parent, zf_node **out)
+{
+    zf_node *dir = node_of(req, parent);
+    if (!dir)
+        return false;
+    if (!dir->is_dir) {
+        fuse_reply_err(req, ENOTDIR);
+        return false;
+    }
+    *out = dir;
+    return true;
+}
+
+static void reply_new_entry(fuse_req_t req, zf_node *n, struct fuse_file_info *fi)
+{
+    struct fuse_entry_param e = {.ino = n->id, .attr_timeout = attr_timeout(H(req)),
+                                 .entry_timeout = attr_timeout(H(req))};
+    node_attr(n, &e.attr, true);
+    if (fi) {
+        fi->fh = (uintptr_t)n;
+        fuse_reply_create(req, &e, fi);
+    } else {
+        fuse_reply_entry(req, &e);
+    }
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                      struct fuse_file_info *fi)
+{
+    zf_node *dir, *n;
+    if (refuse_readonly(req) || !parent_dir(req, parent, &dir))
+        return;
+    if (!S_ISREG(mode) && (mode & S_IFMT)) {
+        fuse_reply_err(req, EPERM);
+        return;
+    }
+    zf_err err = {""};
+    zf_status st = zf_hierarchy_create(H(req), dir, name, &n, &err);
+    if (st != ZF_OK)
+        reply_status(req, st, &err, name);
+    else
+        reply_new_entry(req, n, fi);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                     dev_t rdev)
+{
+    (void)rdev;
+    zf_node *dir, *n;
+    if (refuse_readonly(req) || !parent_dir(req, parent, &dir))
+        return;
+    if (!S_ISREG(mode)) {
+        fuse_reply_err(req, EPERM);
+        return;
+    }
+    zf_err err = {""};
+    zf_status st = zf_hierarchy_create(H(req), dir, name, &n, &err);
+    if (st != ZF_OK)
+        reply_status(req, st, &err, name);
+    else
+        reply_new_entry(req, n, NULL);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+    (void)mode;
+    zf_node *dir, *n;
+    if (refuse_readonly(req) || !parent_dir(req, parent, &dir))
+        return;
+    zf_err err = {""};
+    zf_status st = zf_hierarchy_mkdir(H(req), dir, name, &n, &err);
+    if (st != ZF_OK)
+        reply_status(req, st, &err, name);
+    else
+        reply_new_entry(req, n, NULL);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    zf_node *dir;
+    if (refuse_readonly(req) || !parent_dir(req, parent, &dir))
+        return;
+    zf_err err = {""};
+    reply_done(req, zf_hierarchy_rmdir(H(req), dir, name, &err), &err, name);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    zf_node *dir;
+    if (refuse_readonly(req) || !parent_dir(req, parent, &dir))
+        return;
+    zf_err err = {""};
+    zf_node *n;
+    zf_status st = zf_hierarchy_child(H(req), dir, name, &n, &err);
+    if (st == ZF_OK && !n->pending && !n->is_dir && !FS(req)->allow_delete) {
+        zf_log_info("%s: deleting arrays needs -o allow_delete", n->path);
+        fuse_reply_err(req, EPERM);
+        return;
+    }
+    if (st == ZF_OK || st == ZF_ERR_NOT_FOUND)
+        st = zf_hierarchy_unlink(H(req), dir, name, &err);
+    reply_done(req, st, &err, name);
 }
 
 /* ----- extended attributes (DESIGN.md, "The file-system view") ----- */
@@ -497,8 +732,46 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
                         size_t size, int flags)
 {
-    (void)ino, (void)name, (void)value, (void)size, (void)flags;
-    fuse_reply_err(req, EROFS);
+    (void)flags;
+    if (ino == STATS_INO) {
+        fuse_reply_err(req, EROFS);
+        return;
+    }
+    zf_node *n = node_of(req, ino);
+    if (!n || refuse_readonly(req))
+        return;
+    zf_err err = {""};
+    zf_status st;
+    if (strcmp(name, "user.zarr.attributes") == 0)
+        st = zf_hierarchy_set_attributes(H(req), n, value, size, &err);
+    else if (strcmp(name, "user.zarr.metadata") == 0)
+        st = zf_hierarchy_set_metadata(H(req), n, value, size, &err);
+    else
+        st = zf_fail(&err, ZF_ERR_UNSUPPORTED, "only user.zarr.attributes and "
+                     "user.zarr.metadata can be set");
+    if (st == ZF_ERR_INVALID) /* a bad document: EINVAL, not EIO */
+        zf_log_error("%s: %s: %s", n->path[0] ? n->path : "/", name, err.msg);
+    if (st == ZF_ERR_INVALID) {
+        atomic_fetch_add(&replies_failed, 1);
+        fuse_reply_err(req, EINVAL);
+        return;
+    }
+    reply_done(req, st, &err, n->path[0] ? n->path : "/");
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+    (void)ino, (void)name;
+    if (!refuse_readonly(req))
+        fuse_reply_err(req, EPERM);
+}
+
+static void op_destroy(void *userdata)
+{
+    zf_fs *fs = userdata;
+    zf_err err = {""};
+    if (zf_hierarchy_flush(fs->h, NULL, &err) != ZF_OK)
+        zf_log_error("unmounting: storing written chunks: %s", err.msg);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -518,6 +791,17 @@ const struct fuse_lowlevel_ops zf_fuse_ops = {
     .open = op_open,
     .read = op_read,
     .release = op_release,
+    .write = op_write,
+    .flush = op_flush,
+    .fsync = op_fsync,
+    .setattr = op_setattr,
+    .create = op_create,
+    .mknod = op_mknod,
+    .mkdir = op_mkdir,
+    .rmdir = op_rmdir,
+    .unlink = op_unlink,
+    .removexattr = op_removexattr,
+    .destroy = op_destroy,
     .getxattr = op_getxattr,
     .listxattr = op_listxattr,
     .setxattr = op_setxattr,

@@ -18,35 +18,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "zarrfs/hierarchy.h"
+#include "hierarchy_impl.h"
 #include "zarrfs/json.h"
 #include "zarrfs/log.h"
 
-#define NBUCKETS 4096
-
-struct zf_hierarchy {
-    zf_store *store;
-    zf_cache *cache;
-    zf_pool *pool; /* started on the first array open */
-    unsigned threads;
-    double ttl;         /* metadata TTL in seconds; 0: forever */
-    unsigned readahead; /* bands */
-    bool warned_unlistable;
-    pthread_mutex_t mu;
-    zf_node *buckets[NBUCKETS];
-    zf_node **by_id; /* by_id[id - 1] */
-    size_t nnodes, cap;
-    zf_format format;      /* the dialect, detected at open */
-    yajl_val consolidated; /* .zmetadata's "metadata" object (v2), the root zarr.json's
-                              consolidated_metadata "metadata" object (v3), or NULL */
-    yajl_val consolidated_doc;
-    struct timespec root_mtime;
-    char *root_array_name; /* non-NULL when the store root is an array */
-};
-
 /* ---------- small helpers ---------- */
 
-static char *join(const char *prefix, const char *name)
+char *zf_h_join(const char *prefix, const char *name)
 {
     size_t a = strlen(prefix), b = strlen(name);
     char *s = malloc(a + b + 2);
@@ -95,7 +73,7 @@ char *zf_root_array_name(const char *store_name)
 
 /* A metadata document: from consolidated metadata when present, else from the store.
  * *text is malloc'd. */
-static zf_status get_doc(zf_hierarchy *h, const char *key, char **text, size_t *len, zf_err *err)
+zf_status zf_h_get_doc(zf_hierarchy *h, const char *key, char **text, size_t *len, zf_err *err)
 {
     if (h->consolidated && (h->format == ZF_FORMAT_V2 || strcmp(key, "zarr.json") != 0)) {
         yajl_val v;
@@ -162,8 +140,8 @@ static void detect_nested_chunks(zf_hierarchy *h, const char *prefix, zf_array_m
 static zf_status load_meta_v2(zf_hierarchy *h, const char *prefix, zf_node_meta *m,
                               struct timespec *mtime, zf_err *err)
 {
-    char *karr = join(prefix, ".zarray"), *kgrp = join(prefix, ".zgroup"),
-         *katt = join(prefix, ".zattrs");
+    char *karr = zf_h_join(prefix, ".zarray"), *kgrp = zf_h_join(prefix, ".zgroup"),
+         *katt = zf_h_join(prefix, ".zattrs");
     char *text = NULL, *attrs = NULL;
     size_t len = 0, alen;
     zf_status st = ZF_ERR_NOMEM;
@@ -171,15 +149,15 @@ static zf_status load_meta_v2(zf_hierarchy *h, const char *prefix, zf_node_meta 
         goto out;
     bool is_array = true;
     const char *key = karr;
-    st = get_doc(h, karr, &text, &len, err);
+    st = zf_h_get_doc(h, karr, &text, &len, err);
     if (st == ZF_ERR_NOT_FOUND) {
         is_array = false;
         key = kgrp;
-        st = get_doc(h, kgrp, &text, &len, err);
+        st = zf_h_get_doc(h, kgrp, &text, &len, err);
     }
     if (st != ZF_OK)
         goto out;
-    zf_status ast = get_doc(h, katt, &attrs, &alen, NULL);
+    zf_status ast = zf_h_get_doc(h, katt, &attrs, &alen, NULL);
     if (ast == ZF_ERR_NOMEM) {
         st = ast;
         goto out;
@@ -205,9 +183,9 @@ out:
 static zf_status load_meta_v3(zf_hierarchy *h, const char *path, zf_node_meta *m,
                               struct timespec *mtime, zf_err *err)
 {
-    char *key = join(path, "zarr.json"), *text = NULL;
+    char *key = zf_h_join(path, "zarr.json"), *text = NULL;
     size_t len;
-    zf_status st = key ? get_doc(h, key, &text, &len, err) : ZF_ERR_NOMEM;
+    zf_status st = key ? zf_h_get_doc(h, key, &text, &len, err) : ZF_ERR_NOMEM;
     if (st == ZF_OK)
         st = zf_meta_parse_v3(key, text, len, m, err);
     if (st == ZF_OK && zf_store_stat(h->store, key, NULL, mtime, NULL) != ZF_OK)
@@ -222,7 +200,7 @@ static zf_status load_meta_v3(zf_hierarchy *h, const char *path, zf_node_meta *m
 static char *draft_meta_prefix(zf_hierarchy *h, const char *path)
 {
     const char *base = h->format == ZF_FORMAT_V3_DRAFT_2020 ? "meta/root" : "meta";
-    return path[0] ? join(base, path) : strdup(base);
+    return path[0] ? zf_h_join(base, path) : strdup(base);
 }
 
 static char *draft_doc_key(zf_hierarchy *h, const char *path, const char *kind)
@@ -248,12 +226,12 @@ static zf_status load_meta_draft(zf_hierarchy *h, const char *path, zf_node_meta
     char *ka = draft_doc_key(h, path, "array"), *kg = draft_doc_key(h, path, "group");
     char *text = NULL, *key = ka;
     size_t len;
-    zf_status st = ka && kg ? get_doc(h, ka, &text, &len, err) : ZF_ERR_NOMEM;
+    zf_status st = ka && kg ? zf_h_get_doc(h, ka, &text, &len, err) : ZF_ERR_NOMEM;
     if (st == ZF_OK) {
         st = zf_meta_parse_draft_array(h->format, ka, text, len, m, err);
     } else if (st == ZF_ERR_NOT_FOUND) {
         key = kg;
-        st = get_doc(h, kg, &text, &len, err);
+        st = zf_h_get_doc(h, kg, &text, &len, err);
         if (st == ZF_OK)
             st = zf_meta_parse_draft_group(h->format, kg, text, len, m, err);
     }
@@ -283,7 +261,7 @@ static zf_status load_meta_draft(zf_hierarchy *h, const char *path, zf_node_meta
 }
 
 /* Parse the node at view path (whose store prefix is `prefix`: "" for a root array). */
-static zf_status load_meta(zf_hierarchy *h, const char *prefix, zf_node_meta *m,
+zf_status zf_h_load_meta(zf_hierarchy *h, const char *prefix, zf_node_meta *m,
                            struct timespec *mtime, zf_err *err)
 {
     switch (h->format) {
@@ -294,17 +272,17 @@ static zf_status load_meta(zf_hierarchy *h, const char *prefix, zf_node_meta *m,
 }
 
 /* The prefix of the chunk keys of the node at (store) path. */
-static char *data_prefix(zf_hierarchy *h, const char *path)
+char *zf_h_data_prefix(zf_hierarchy *h, const char *path)
 {
     switch (h->format) {
-    case ZF_FORMAT_V3_DRAFT_2020: return path[0] ? join("data/root", path) : strdup("data/root");
-    case ZF_FORMAT_V3_DRAFT_2022: return path[0] ? join("data", path) : strdup("data");
+    case ZF_FORMAT_V3_DRAFT_2020: return path[0] ? zf_h_join("data/root", path) : strdup("data/root");
+    case ZF_FORMAT_V3_DRAFT_2022: return path[0] ? zf_h_join("data", path) : strdup("data");
     default: return strdup(path);
     }
 }
 
 /* Insert a node (mu held); returns the node now in the table for its path. */
-static zf_node *insert_locked(zf_hierarchy *h, zf_node *n)
+zf_node *zf_h_insert_locked(zf_hierarchy *h, zf_node *n)
 {
     size_t b = hash_path(n->path);
     for (zf_node *o = h->buckets[b]; o; o = o->hnext)
@@ -325,7 +303,7 @@ static zf_node *insert_locked(zf_hierarchy *h, zf_node *n)
     return n;
 }
 
-static void node_free(zf_node *n)
+void zf_h_node_free(zf_node *n)
 {
     if (!n)
         return;
@@ -338,7 +316,7 @@ static void node_free(zf_node *n)
     free(n);
 }
 
-static zf_node *node_new(const char *path, const char *prefix)
+zf_node *zf_h_node_new(const char *path, const char *prefix)
 {
     zf_node *n = calloc(1, sizeof *n);
     if (!n)
@@ -347,13 +325,13 @@ static zf_node *node_new(const char *path, const char *prefix)
     n->path = strdup(path);
     n->prefix = strdup(prefix);
     if (!n->path || !n->prefix) {
-        node_free(n);
+        zf_h_node_free(n);
         return NULL;
     }
     return n;
 }
 
-static double mono_now(void)
+double zf_h_mono_now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -361,7 +339,7 @@ static double mono_now(void)
 }
 
 /* Take a node out of the path table (mu held); it stays in by_id for open files. */
-static void unlink_locked(zf_hierarchy *h, zf_node *n)
+void zf_h_unlink_locked(zf_hierarchy *h, zf_node *n)
 {
     for (zf_node **pp = &h->buckets[hash_path(n->path)]; *pp; pp = &(*pp)->hnext)
         if (*pp == n) {
@@ -376,7 +354,7 @@ static bool same_text(const char *a, const char *b)
     return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-static zf_node *find_locked(zf_hierarchy *h, const char *path)
+zf_node *zf_h_find_locked(zf_hierarchy *h, const char *path)
 {
     for (zf_node *o = h->buckets[hash_path(path)]; o; o = o->hnext)
         if (strcmp(o->path, path) == 0)
@@ -388,11 +366,12 @@ static zf_node *find_locked(zf_hierarchy *h, const char *path)
 
 zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err)
 {
-    double now = mono_now();
+    double now = zf_h_mono_now();
     pthread_mutex_lock(&h->mu);
-    zf_node *stale = find_locked(h, path);
+    zf_node *stale = zf_h_find_locked(h, path);
     /* The root keeps its id (FUSE's root inode) and is read once. */
-    if (stale && (h->ttl <= 0 || stale->id == 1 || now - stale->loaded < h->ttl)) {
+    if (stale && (h->ttl <= 0 || stale->id == 1 || stale->pending ||
+                  now - stale->loaded < h->ttl)) {
         pthread_mutex_unlock(&h->mu);
         *out = stale;
         return ZF_OK;
@@ -408,18 +387,18 @@ zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
     } else if (path[0] && !zf_key_is_valid(path)) {
         return ZF_ERR_NOT_FOUND;
     }
-    n = node_new(path, prefix);
+    n = zf_h_node_new(path, prefix);
     if (!n)
         return ZF_ERR_NOMEM;
-    zf_status st = load_meta(h, prefix, &n->meta, &n->mtime, err);
+    zf_status st = zf_h_load_meta(h, prefix, &n->meta, &n->mtime, err);
     n->loaded = now;
     if (stale && st == ZF_ERR_NOT_FOUND) { /* gone from the store */
         pthread_mutex_lock(&h->mu);
-        unlink_locked(h, stale);
+        zf_h_unlink_locked(h, stale);
         pthread_mutex_unlock(&h->mu);
     }
     if (st != ZF_OK) {
-        node_free(n);
+        zf_h_node_free(n);
         return st;
     }
     if (stale && stale->meta.kind == n->meta.kind &&
@@ -428,20 +407,20 @@ zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
         pthread_mutex_lock(&h->mu); /* unchanged: trust it for another TTL */
         stale->loaded = now;
         pthread_mutex_unlock(&h->mu);
-        node_free(n);
+        zf_h_node_free(n);
         *out = stale;
         return ZF_OK;
     }
     if (stale) { /* changed: the new node takes the path */
         pthread_mutex_lock(&h->mu);
-        unlink_locked(h, stale);
+        zf_h_unlink_locked(h, stale);
         pthread_mutex_unlock(&h->mu);
     }
     n->is_dir = n->meta.kind == ZF_NODE_GROUP;
     if (n->is_dir && n->meta.unsupported != ZF_OK) { /* e.g. a must_understand extension */
         st = zf_fail(err, n->meta.unsupported, "%s",
                      n->meta.unsupported_why ? n->meta.unsupported_why : "unsupported group");
-        node_free(n);
+        zf_h_node_free(n);
         return st;
     }
     if (!n->is_dir && n->meta.unsupported == ZF_OK) {
@@ -450,10 +429,10 @@ zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
         n->size = zf_grid_nelems(&g) * n->meta.array.dtype.itemsize;
     }
     pthread_mutex_lock(&h->mu);
-    zf_node *in = insert_locked(h, n);
+    zf_node *in = zf_h_insert_locked(h, n);
     pthread_mutex_unlock(&h->mu);
     if (in != n)
-        node_free(n);
+        zf_h_node_free(n);
     if (!in)
         return ZF_ERR_NOMEM;
     *out = in;
@@ -466,7 +445,7 @@ zf_status zf_hierarchy_child(zf_hierarchy *h, zf_node *dir, const char *name, zf
     if (!dir->is_dir || !name[0] || strchr(name, '/') || strcmp(name, ".") == 0 ||
         strcmp(name, "..") == 0)
         return ZF_ERR_NOT_FOUND;
-    char *path = join(dir->path, name);
+    char *path = zf_h_join(dir->path, name);
     if (!path)
         return ZF_ERR_NOMEM;
     zf_status st = zf_hierarchy_lookup(h, path, out, err);
@@ -622,7 +601,7 @@ static zf_status list_draft(zf_hierarchy *h, const char *path, char ***names, si
                 continue;
             len = keep;
         }
-        char *child = strndup(nm, len), *full = child ? join(path, child) : NULL;
+        char *child = strndup(nm, len), *full = child ? zf_h_join(path, child) : NULL;
         if (!child || !full)
             st = ZF_ERR_NOMEM;
         else if (zf_key_is_valid(full))
@@ -635,7 +614,7 @@ static zf_status list_draft(zf_hierarchy *h, const char *path, char ***names, si
 }
 
 
-static zf_pool *ensure_pool(zf_hierarchy *h);
+zf_pool *zf_h_ensure_pool(zf_hierarchy *h);
 
 /* Looking children up in parallel (remote stores: each lookup is a few round trips). */
 typedef struct lookup_batch {
@@ -669,7 +648,7 @@ static zf_status list_store_parallel(zf_hierarchy *h, const char *prefix,
                                      const zf_store_listing *l, char ***names, size_t *n,
                                      size_t *cap)
 {
-    zf_pool *pool = ensure_pool(h); /* without one, the lookups run here, one by one */
+    zf_pool *pool = zf_h_ensure_pool(h); /* without one, the lookups run here, one by one */
     lookup_task *tasks = calloc(l->n ? l->n : 1, sizeof *tasks);
     if (!tasks)
         return ZF_ERR_NOMEM;
@@ -681,7 +660,7 @@ static zf_status list_store_parallel(zf_hierarchy *h, const char *prefix,
         tasks[i] = (lookup_task){.b = &b, .st = ZF_ERR_NOT_FOUND};
         if (!l->entries[i].is_prefix)
             continue;
-        if (!(tasks[i].path = join(prefix, l->entries[i].name))) {
+        if (!(tasks[i].path = zf_h_join(prefix, l->entries[i].name))) {
             st = ZF_ERR_NOMEM;
             break;
         }
@@ -725,10 +704,10 @@ static zf_status list_store(zf_hierarchy *h, const char *prefix, const char *con
     for (size_t i = 0; i < l.n && st == ZF_OK; i++) {
         if (!l.entries[i].is_prefix)
             continue;
-        char *child = join(prefix, l.entries[i].name);
+        char *child = zf_h_join(prefix, l.entries[i].name);
         bool found = false;
         for (const char *const *d = docs; child && *d && !found && st == ZF_OK; d++) {
-            char *k = join(child, *d);
+            char *k = zf_h_join(child, *d);
             if (!k)
                 st = ZF_ERR_NOMEM;
             else
@@ -753,7 +732,7 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
     zf_status st;
     if (!dir->is_dir)
         return ZF_ERR_INVALID;
-    double now = mono_now();
+    double now = zf_h_mono_now();
     if (h->ttl > 0) { /* a listing younger than the TTL */
         pthread_mutex_lock(&dir->mu);
         st = ZF_OK;
@@ -785,6 +764,8 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
                                &cap);
     else
         st = list_store(h, dir->prefix, v2_docs, names, n, &cap, err);
+    if (st == ZF_OK && !dir->virtual_root)
+        st = zf_h_list_pending(h, dir, names, n, &cap);
     if (st == ZF_ERR_UNSUPPORTED) { /* e.g. a web server without index pages */
         pthread_mutex_lock(&h->mu);
         bool warned = h->warned_unlistable;
@@ -822,7 +803,7 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
 
 /* Worker threads start on first use, so that none exist when the daemon forks. NULL when they
  * cannot start. */
-static zf_pool *ensure_pool(zf_hierarchy *h)
+zf_pool *zf_h_ensure_pool(zf_hierarchy *h)
 {
     pthread_mutex_lock(&h->mu);
     if (!h->pool && zf_pool_new(h->threads, &h->pool) != ZF_OK)
@@ -830,30 +811,6 @@ static zf_pool *ensure_pool(zf_hierarchy *h)
     zf_pool *p = h->pool;
     pthread_mutex_unlock(&h->mu);
     return p;
-}
-
-zf_status zf_hierarchy_array(zf_hierarchy *h, zf_node *node, zf_array **out, zf_err *err)
-{
-    if (node->is_dir)
-        return ZF_ERR_INVALID;
-    if (node->meta.unsupported != ZF_OK)
-        return zf_fail(err, node->meta.unsupported, "%s",
-                       node->meta.unsupported_why ? node->meta.unsupported_why : "unsupported");
-    ensure_pool(h);
-    pthread_mutex_lock(&node->mu);
-    zf_status st = ZF_OK;
-    if (!node->array) {
-        char *dp = data_prefix(h, node->prefix);
-        st = dp ? zf_array_open(h->store, dp, &node->meta.array, h->cache, h->pool, node->id,
-                                &node->array, err)
-                : ZF_ERR_NOMEM;
-        if (st == ZF_OK)
-            zf_array_set_readahead(node->array, h->readahead);
-        free(dp);
-    }
-    *out = node->array;
-    pthread_mutex_unlock(&node->mu);
-    return st;
 }
 
 zf_cache *zf_hierarchy_cache(zf_hierarchy *h) { return h->cache; }
@@ -891,7 +848,7 @@ static zf_status read_consolidated(zf_hierarchy *h, zf_err *err)
 {
     char *text;
     size_t len;
-    zf_status st = get_doc(h, ".zmetadata", &text, &len, err);
+    zf_status st = zf_h_get_doc(h, ".zmetadata", &text, &len, err);
     if (st == ZF_ERR_NOT_FOUND)
         return ZF_OK;
     if (st != ZF_OK)
@@ -957,7 +914,7 @@ static zf_status detect(zf_hierarchy *h, bool *root_is_array, zf_err *err)
     }
     char *text;
     size_t len;
-    zf_status st = get_doc(h, "zarr.json", &text, &len, err);
+    zf_status st = zf_h_get_doc(h, "zarr.json", &text, &len, err);
     if (st == ZF_ERR_NOT_FOUND)
         return zf_fail(err, ZF_ERR_NOT_FOUND,
                        "%s: not a Zarr hierarchy (no .zgroup, .zarray or zarr.json at its root)",
@@ -998,6 +955,8 @@ zf_status zf_hierarchy_open(zf_store *store, const char *store_name,
         h->threads = opts->io_threads; /* workers mostly wait for the network */
     h->ttl = opts->metadata_ttl;
     h->readahead = opts->readahead;
+    h->writable = opts->writable;
+    h->write_empty_chunks = opts->write_empty_chunks;
     zf_status st;
     if ((st = zf_cache_new(opts->cache_size, &h->cache)) != ZF_OK)
         goto fail;
@@ -1013,7 +972,7 @@ zf_status zf_hierarchy_open(zf_store *store, const char *store_name,
             st = ZF_ERR_NOMEM;
             goto fail;
         }
-        zf_node *vr = node_new("", "");
+        zf_node *vr = zf_h_node_new("", "");
         if (!vr) {
             st = ZF_ERR_NOMEM;
             goto fail;
@@ -1021,7 +980,7 @@ zf_status zf_hierarchy_open(zf_store *store, const char *store_name,
         vr->is_dir = vr->virtual_root = true;
         vr->meta.format = h->format;
         vr->mtime = h->root_mtime;
-        insert_locked(h, vr);
+        zf_h_insert_locked(h, vr);
         if ((st = zf_hierarchy_lookup(h, h->root_array_name, &root, err)) != ZF_OK)
             goto fail;
         vr->mtime = root->mtime;
@@ -1039,10 +998,15 @@ void zf_hierarchy_free(zf_hierarchy *h)
 {
     if (!h)
         return;
+    zf_err err = {""};
+    zf_status st = h->cache ? zf_hierarchy_flush(h, NULL, &err) : ZF_OK;
+    if (st != ZF_OK)
+        zf_log_error("written data could not be stored and is lost: %s", err.msg);
     zf_pool_free(h->pool); /* drains prefetches before arrays go away */
     for (size_t i = 0; i < h->nnodes; i++)
-        node_free(h->by_id[i]);
+        zf_h_node_free(h->by_id[i]);
     free(h->by_id);
+    zf_h_free_retired(h);
     if (h->consolidated_doc)
         yajl_tree_free(h->consolidated_doc);
     zf_cache_free(h->cache);

@@ -1,0 +1,71 @@
+/* array_impl.h — what array.c (reading) and array_write.c (writing) share: the array object
+ * and the chunk loader. */
+#ifndef ZARRFS_ARRAY_IMPL_H
+#define ZARRFS_ARRAY_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "zarrfs/array.h"
+
+/* Sharded arrays (v3 codecs "Sharding codec"): when the chain is a lone sharding_indexed codec,
+ * the array reads inner chunks one by one instead of whole shards. Level 0 is the store's shards
+ * (the array's chunk grid); when a shard's inner chain is itself a lone sharding_indexed codec,
+ * its inner chunks are shards again (level 1), and so on. The cached "chunks" of the flat view are
+ * then the innermost chunks; each level's shard indexes are cached too, under their own id. */
+#define MAX_SHARD_LEVELS 8
+
+typedef struct shard_level {
+    struct zf_array *a;
+    unsigned level;
+    const zf_codec *codec;
+    zf_sharding info;
+    zf_grid grid;      /* this level's shards over the whole array */
+    uint64_t cache_id; /* cache id of this level's decoded indexes */
+} shard_level;
+
+struct zf_array {
+    zf_store *store;
+    char *prefix;
+    const zf_array_meta *meta;
+    zf_cache *cache;
+    zf_pool *pool;
+    uint64_t id;
+    zf_grid grid;
+    size_t itemsize;
+    uint64_t nbytes;       /* flat view */
+    size_t chunk_nbytes;   /* one decoded chunk */
+    zf_chunk_repr decoded; /* one decoded chunk's representation */
+    const zf_codec_chain *chain; /* decodes one cached chunk (the innermost, when sharded) */
+    unsigned nlevels;            /* sharding levels read by byte range (0: not sharded) */
+    shard_level levels[MAX_SHARD_LEVELS];
+    bool fill_is_zero;
+    uint64_t band_chunks;  /* chunks per band: product of grid[1..] */
+    uint64_t band_elems;   /* elements of the flat view per band: chunks[0] * product(shape[1..]) */
+    uint64_t band_bytes;   /* decoded bytes of one band (saturated) */
+    unsigned readahead;            /* bands to keep a sequential reader ahead by (>= 1) */
+    _Atomic uint64_t last_end;     /* byte just past the previous read, to spot sequential reads */
+    _Atomic uint64_t next_band;    /* bands below this are already queued for readahead */
+    /* writing (array_write.c) */
+    bool writable;                 /* zf_array_enable_write was called: readers lock entries */
+    bool write_empty_chunks;       /* store chunks equal to the fill value everywhere */
+    bool fill_defined;             /* a fill value to leave out (v2 null: none) */
+    pthread_mutex_t shard_mu;      /* one shard rewrite at a time */
+    zf_cache_owner owner;          /* writeback of this array's dirty chunks */
+};
+
+/* Cache loader of one chunk of the flat view (ctx: the zf_array). */
+zf_status zf_array_load_chunk(void *ctx, uint64_t chunk, void **data, size_t *size,
+                              zf_err *err);
+/* Store key of the stored chunk (the level-0 shard when sharded) holding the cached chunk whose
+ * coordinates in grid g are cc. */
+zf_status zf_array_stored_key(zf_array *a, const zf_grid *g, const uint64_t *cc, char *key,
+                              size_t keysize, zf_err *err);
+/* n bytes of the fill value's repeating pattern, as at byte first_byte of the flat view. */
+void zf_array_fill_pattern(uint8_t *dst, uint64_t first_byte, size_t n, const uint8_t *fill,
+                           size_t isz);
+/* Count one chunk encoded in `ns` nanoseconds (or failed), for zf_array_get_decode_stats. */
+void zf_array_count_encode(uint64_t ns, bool ok);
+uint64_t zf_array_now_ns(void);
+
+#endif

@@ -1,0 +1,371 @@
+/* array_write.c — writes into an array's flat byte view (see array.h, "writing").
+ *
+ * A write of [offset, offset + len): byte range -> runs of elements in one chunk (zf_grid_runs,
+ * as reads) -> for each run, the decoded chunk from the cache (a chunk the write covers whole is
+ * created filled with the fill value instead of being read) -> memcpy under the entry's lock ->
+ * the entry is marked dirty. Writeback (called by the cache's flushes) encodes a dirty chunk and
+ * stores it, or erases it when it holds only the fill value; for sharded arrays it rewrites the
+ * whole shard from its dirty inner chunks and the old shard's other inner chunks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array_impl.h"
+#include "zarrfs/log.h"
+#include "zarrfs/mem.h"
+
+static zf_status writeback(void *ctx, zf_cache_entry *e, zf_err *err);
+
+zf_status zf_array_enable_write(zf_array *a, bool write_empty_chunks, zf_err *err)
+{
+    if (a->writable)
+        return ZF_OK;
+    if (!zf_store_is_writable(a->store))
+        return zf_fail(err, ZF_ERR_READONLY, "%s: this store is read-only", a->store->url);
+    if (a->nlevels > 1)
+        return zf_fail(err, ZF_ERR_UNSUPPORTED,
+                       "writing arrays with nested sharding is not supported");
+    a->write_empty_chunks = write_empty_chunks;
+    a->fill_defined = !a->meta->fill_value_json || strcmp(a->meta->fill_value_json, "null");
+    pthread_mutex_init(&a->shard_mu, NULL);
+    a->owner = (zf_cache_owner){.writeback = writeback, .ctx = a};
+    a->writable = true;
+    return ZF_OK;
+}
+
+/* A new chunk buffer holding the fill value everywhere. */
+static uint8_t *fill_chunk(zf_array *a)
+{
+    uint8_t *p = zf_alloc_bulk(a->chunk_nbytes ? a->chunk_nbytes : 1);
+    if (!p)
+        return NULL;
+    if (a->fill_is_zero)
+        memset(p, 0, a->chunk_nbytes);
+    else
+        zf_array_fill_pattern(p, 0, a->chunk_nbytes, a->meta->fill_value, a->itemsize);
+    return p;
+}
+
+/* True when buf (a whole chunk) holds the fill value in every element. */
+static bool is_fill(const zf_array *a, const uint8_t *buf, size_t n)
+{
+    size_t isz = a->itemsize;
+    if (n < isz)
+        return true;
+    /* Periodic with period isz, and the first period is the fill value. */
+    return memcmp(buf, a->meta->fill_value, isz) == 0 && memcmp(buf, buf + isz, n - isz) == 0;
+}
+
+/* ----- the write ----- */
+
+typedef struct write_ctx {
+    zf_array *a;
+    const uint8_t *buf;
+    uint64_t begin, end;            /* bytes of the flat view */
+    uint64_t full_begin, full_end;  /* elements written whole */
+    zf_err *err;
+} write_ctx;
+
+typedef struct load_ctx {
+    zf_array *a;
+    bool covered; /* the write replaces every element: no need to read the old chunk */
+} load_ctx;
+
+static zf_status load_for_write(void *ctx, uint64_t chunk, void **data, size_t *size,
+                                zf_err *err)
+{
+    load_ctx *l = ctx;
+    if (!l->covered)
+        return zf_array_load_chunk(l->a, chunk, data, size, err);
+    if (!(*data = fill_chunk(l->a)))
+        return ZF_ERR_NOMEM;
+    *size = l->a->chunk_nbytes;
+    return ZF_OK;
+}
+
+/* True when elements [eb, ee) (C order) include every element of the chunk inside the array:
+ * its first and last elements in C order are its corners. */
+static bool chunk_covered(const zf_array *a, uint64_t chunk, uint64_t eb, uint64_t ee)
+{
+    if (eb >= ee)
+        return false;
+    const zf_grid *g = &a->grid;
+    uint64_t cc[ZF_MAX_DIMS], lo = 0, hi = 0;
+    zf_grid_chunk_coords(g, chunk, cc);
+    for (unsigned d = 0; d < g->ndim; d++) {
+        uint64_t first = cc[d] * g->chunks[d];
+        uint64_t last = first + g->chunks[d] - 1;
+        if (last >= g->shape[d])
+            last = g->shape[d] - 1;
+        lo = lo * g->shape[d] + first;
+        hi = hi * g->shape[d] + last;
+    }
+    return lo >= eb && hi < ee;
+}
+
+static zf_status write_run(void *ctx, const zf_run *run)
+{
+    write_ctx *w = ctx;
+    zf_array *a = w->a;
+    size_t isz = a->itemsize;
+    uint64_t rb = run->elem * isz, re = rb + run->count * isz;
+    if (rb < w->begin)
+        rb = w->begin;
+    if (re > w->end)
+        re = w->end;
+    load_ctx l = {.a = a, .covered = chunk_covered(a, run->chunk, w->full_begin, w->full_end)};
+    zf_cache_entry *e;
+    zf_status st = zf_cache_get(a->cache, a->id, run->chunk, load_for_write, &l, &e, w->err);
+    if (st != ZF_OK)
+        return st;
+    zf_cache_entry_lock(e);
+    uint8_t *data = zf_cache_entry_wdata(e);
+    if (!data) { /* absent from the store: start from the fill value */
+        if (!(data = fill_chunk(a))) {
+            zf_cache_entry_unlock(e);
+            zf_cache_release(a->cache, e);
+            return ZF_ERR_NOMEM;
+        }
+        zf_cache_entry_set_data(a->cache, e, data, a->chunk_nbytes);
+    }
+    memcpy(data + run->in_chunk * isz + (rb - run->elem * isz), w->buf + (rb - w->begin),
+           (size_t)(re - rb));
+    zf_cache_mark_dirty(a->cache, e, &a->owner);
+    zf_cache_entry_unlock(e);
+    zf_cache_release(a->cache, e);
+    return ZF_OK;
+}
+
+/* Keep dirty data within the cache: past half of it, the writer stores the oldest first; past
+ * all of it (the store keeps failing), writes fail rather than grow without bound. */
+static zf_status throttle(zf_array *a, zf_err *err)
+{
+    zf_cache_stats cs;
+    zf_cache_get_stats(a->cache, &cs);
+    size_t cap = zf_cache_capacity(a->cache);
+    if (cs.dirty_bytes <= cap / 2)
+        return ZF_OK;
+    zf_err ferr = {""};
+    zf_status st = zf_cache_flush(a->cache, ZF_CACHE_ALL, 0, 0, cs.dirty_bytes - cap / 4, &ferr);
+    if (st == ZF_OK)
+        return ZF_OK;
+    zf_log_error("writing back written chunks failed: %s", ferr.msg);
+    zf_cache_get_stats(a->cache, &cs);
+    if (cs.dirty_bytes > cap)
+        return zf_fail(err, ZF_ERR_IO, "written data cannot be stored: %s", ferr.msg);
+    return ZF_OK;
+}
+
+zf_status zf_array_write(zf_array *a, uint64_t offset, const void *buf, size_t len,
+                         zf_err *err)
+{
+    if (!a->writable)
+        return zf_fail(err, ZF_ERR_INVALID, "array not opened for writing");
+    if (len == 0)
+        return ZF_OK;
+    if (offset > a->nbytes || len > a->nbytes - offset)
+        return zf_fail(err, ZF_ERR_INVALID, "write past the end of the array");
+    zf_status st = throttle(a, err);
+    if (st != ZF_OK)
+        return st;
+    size_t isz = a->itemsize;
+    uint64_t end = offset + len;
+    write_ctx w = {.a = a, .buf = buf, .begin = offset, .end = end,
+                   .full_begin = (offset + isz - 1) / isz, .full_end = end / isz, .err = err};
+    return zf_grid_runs(&a->grid, offset / isz, (end + isz - 1) / isz, write_run, &w);
+}
+
+zf_status zf_array_flush(zf_array *a, zf_err *err)
+{
+    if (!a->writable)
+        return ZF_OK;
+    return zf_cache_flush(a->cache, a->id, 0, 0, 0, err);
+}
+
+/* ----- writeback ----- */
+
+static zf_status store_chunk(zf_array *a, const char *key, const uint8_t *data, zf_err *err)
+{
+    zf_err serr = {""};
+    zf_status st;
+    if (!a->write_empty_chunks && a->fill_defined && is_fill(a, data, a->chunk_nbytes)) {
+        st = zf_store_erase(a->store, key, &serr);
+    } else {
+        uint8_t *out;
+        size_t out_len;
+        uint64_t t0 = zf_array_now_ns();
+        st = zf_chain_encode(a->chain, &a->decoded, data, 0, &out, &out_len, &serr);
+        zf_array_count_encode(zf_array_now_ns() - t0, st == ZF_OK);
+        if (st != ZF_OK)
+            return zf_fail(err, st, "chunk %s: encoding: %s", key, serr.msg);
+        st = zf_store_set(a->store, key, out, out_len, &serr);
+        free(out);
+    }
+    if (st != ZF_OK)
+        return zf_fail(err, st, "%s", serr.msg[0] ? serr.msg : zf_status_str(st));
+    return ZF_OK;
+}
+
+static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err);
+
+static zf_status writeback(void *ctx, zf_cache_entry *e, zf_err *err)
+{
+    zf_array *a = ctx;
+    if (a->nlevels)
+        return writeback_shard(a, e, err);
+    zf_cache_entry_lock(e);
+    zf_status st = ZF_OK;
+    if (zf_cache_entry_is_dirty(e)) {
+        uint64_t cc[ZF_MAX_DIMS];
+        char key[4096];
+        zf_grid_chunk_coords(&a->grid, zf_cache_entry_chunk(e), cc);
+        st = zf_array_stored_key(a, &a->grid, cc, key, sizeof key, err);
+        if (st == ZF_OK)
+            st = store_chunk(a, key, zf_cache_entry_wdata(e), err);
+        if (st == ZF_OK)
+            zf_cache_mark_clean(a->cache, e);
+    }
+    zf_cache_entry_unlock(e);
+    return st;
+}
+
+/* Rewrite the shard holding dirty inner chunk e: its dirty inner chunks encoded anew, the others
+ * copied from the stored shard (read only when some inner chunk was not written). */
+static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
+{
+    shard_level *l = &a->levels[0];
+    const zf_sharding *info = &l->info;
+    unsigned nd = a->grid.ndim;
+    uint64_t cc[ZF_MAX_DIMS], sc[ZF_MAX_DIMS];
+    zf_grid_chunk_coords(&a->grid, zf_cache_entry_chunk(e), cc);
+    for (unsigned d = 0; d < nd; d++)
+        sc[d] = cc[d] / info->chunks_per_shard[d];
+    char key[4096];
+    zf_status st = zf_array_stored_key(a, &a->grid, cc, key, sizeof key, err);
+    if (st != ZF_OK)
+        return st;
+
+    size_t n = (size_t)info->nchunks;
+    const uint8_t **chunks = calloc(n ? n : 1, sizeof *chunks);
+    zf_cache_entry **held = calloc(n ? n : 1, sizeof *held);
+    if (!chunks || !held) {
+        free(chunks);
+        free(held);
+        return ZF_ERR_NOMEM;
+    }
+    pthread_mutex_lock(&a->shard_mu);
+    /* Lock the shard's dirty inner chunks, in ascending chunk order (C order inside one shard is
+     * ascending in the array's grid too). */
+    size_t ndirty = 0, ninside = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t ic[ZF_MAX_DIMS], rem = i;
+        bool inside = true;
+        for (unsigned d = nd; d-- > 0;) {
+            uint64_t cps = info->chunks_per_shard[d];
+            ic[d] = sc[d] * cps + rem % cps;
+            rem /= cps;
+            if (ic[d] >= a->grid.grid[d])
+                inside = false;
+        }
+        if (!inside)
+            continue;
+        ninside++;
+        zf_cache_entry *ie;
+        if (zf_cache_peek(a->cache, a->id, zf_grid_chunk_index(&a->grid, ic), &ie) != ZF_OK)
+            continue;
+        zf_cache_entry_lock(ie);
+        if (!zf_cache_entry_is_dirty(ie)) {
+            zf_cache_entry_unlock(ie);
+            zf_cache_release(a->cache, ie);
+            continue;
+        }
+        held[i] = ie;
+        chunks[i] = zf_cache_entry_wdata(ie);
+        ndirty++;
+    }
+
+    zf_bytes old = {NULL, 0};
+    uint64_t *old_index = NULL;
+    zf_err serr = {""};
+    if (ndirty > 0 && ndirty < ninside) { /* keep the inner chunks not written */
+        st = zf_store_get(a->store, key, &old, &serr);
+        if (st == ZF_ERR_NOT_FOUND) {
+            st = ZF_OK;
+        } else if (st != ZF_OK) {
+            zf_fail(err, st, "%s", serr.msg[0] ? serr.msg : zf_status_str(st));
+        } else if (old.len < info->index_nbytes) {
+            st = zf_fail(err, ZF_ERR_CORRUPT, "%s: shard shorter than its index", key);
+        } else if (!(old_index = malloc(2 * sizeof(uint64_t) * (n ? n : 1)))) {
+            st = ZF_ERR_NOMEM;
+        } else {
+            const uint8_t *ib =
+                info->index_at_end ? old.data + old.len - info->index_nbytes : old.data;
+            st = zf_sharding_decode_index(l->codec, ib, info->index_nbytes, old.len, old_index,
+                                          &serr);
+            if (st != ZF_OK)
+                zf_fail(err, ZF_ERR_CORRUPT, "%s: %s", key, serr.msg);
+        }
+    }
+    if (st == ZF_OK && ndirty > 0) {
+        uint8_t *out = NULL;
+        size_t out_len = 0;
+        bool empty = false;
+        unsigned flags = a->write_empty_chunks ? ZF_ENCODE_WRITE_EMPTY : 0;
+        uint64_t t0 = zf_array_now_ns();
+        st = zf_sharding_encode_shard(l->codec, chunks, old_index ? old.data : NULL, old.len,
+                                      old_index, flags, &out, &out_len, &empty, &serr);
+        zf_array_count_encode(zf_array_now_ns() - t0, st == ZF_OK);
+        if (st != ZF_OK) {
+            zf_fail(err, st, "shard %s: encoding: %s", key, serr.msg);
+        } else {
+            st = empty && a->fill_defined && !a->write_empty_chunks
+                     ? zf_store_erase(a->store, key, &serr)
+                     : zf_store_set(a->store, key, out, out_len, &serr);
+            if (st != ZF_OK)
+                zf_fail(err, st, "%s", serr.msg[0] ? serr.msg : zf_status_str(st));
+        }
+        free(out);
+        if (st == ZF_OK) /* its cached index is stale now */
+            zf_cache_drop(a->cache, l->cache_id, zf_grid_chunk_index(&l->grid, sc));
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!held[i])
+            continue;
+        if (st == ZF_OK)
+            zf_cache_mark_clean(a->cache, held[i]);
+        zf_cache_entry_unlock(held[i]);
+        zf_cache_release(a->cache, held[i]);
+    }
+    pthread_mutex_unlock(&a->shard_mu);
+    zf_bytes_free(&old);
+    free(old_index);
+    free(chunks);
+    free(held);
+    return st;
+}
+
+/* ----- shrinking ----- */
+
+zf_status zf_array_erase_chunk_rows(zf_array *a, uint64_t first_row, zf_err *err)
+{
+    const zf_array_meta *m = a->meta;
+    if (m->ndim == 0)
+        return ZF_OK;
+    zf_grid g; /* the stored chunks (shards when sharded) */
+    zf_grid_init(&g, m->ndim, m->shape, m->chunks);
+    uint64_t per_row = zf_grid_nchunks(&g) / (g.grid[0] ? g.grid[0] : 1);
+    zf_status first = ZF_OK;
+    for (uint64_t r = first_row; r < g.grid[0]; r++)
+        for (uint64_t i = 0; i < per_row; i++) {
+            uint64_t cc[ZF_MAX_DIMS];
+            zf_grid_chunk_coords(&g, r * per_row + i, cc);
+            char key[4096];
+            zf_err serr = {""};
+            zf_status st = zf_array_meta_chunk_key(m, a->prefix, cc, key, sizeof key);
+            if (st == ZF_OK)
+                st = zf_store_erase(a->store, key, &serr);
+            if (st != ZF_OK && first == ZF_OK)
+                first = zf_fail(err, st, "%s", serr.msg[0] ? serr.msg : zf_status_str(st));
+        }
+    return first;
+}

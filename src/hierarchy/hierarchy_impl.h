@@ -1,0 +1,59 @@
+/* hierarchy_impl.h — what hierarchy.c (reading, lookups, listings) and hierarchy_write.c
+ * (writing: new groups and arrays, attributes, resizing) share. */
+#ifndef ZARRFS_HIERARCHY_IMPL_H
+#define ZARRFS_HIERARCHY_IMPL_H
+
+#include "zarrfs/hierarchy.h"
+
+#define NBUCKETS 4096
+
+struct zf_hierarchy {
+    zf_store *store;
+    zf_cache *cache;
+    zf_pool *pool; /* started on the first array open */
+    unsigned threads;
+    double ttl;         /* metadata TTL in seconds; 0: forever */
+    unsigned readahead; /* bands */
+    bool warned_unlistable;
+    pthread_mutex_t mu;
+    zf_node *buckets[NBUCKETS];
+    zf_node **by_id; /* by_id[id - 1] */
+    size_t nnodes, cap;
+    zf_format format;      /* the dialect, detected at open */
+    yajl_val consolidated; /* .zmetadata's "metadata" object (v2), the root zarr.json's
+                              consolidated_metadata "metadata" object (v3), or NULL */
+    yajl_val consolidated_doc;
+    struct timespec root_mtime;
+    char *root_array_name; /* non-NULL when the store root is an array */
+    /* writing (hierarchy_write.c) */
+    bool writable, write_empty_chunks;
+    zf_node *pending;      /* new empty files without metadata yet (their `pending_next`) */
+    struct zf_retired *retired; /* replaced metadata and arrays, freed with the hierarchy */
+};
+
+/* Something replaced while other threads may still use it, freed by zf_hierarchy_free. */
+typedef struct zf_retired {
+    void (*free_fn)(void *);
+    void *p;
+    struct zf_retired *next;
+} zf_retired;
+
+char *zf_h_join(const char *prefix, const char *name);
+zf_status zf_h_get_doc(zf_hierarchy *h, const char *key, char **text, size_t *len, zf_err *err);
+zf_status zf_h_load_meta(zf_hierarchy *h, const char *prefix, zf_node_meta *m,
+                         struct timespec *mtime, zf_err *err);
+char *zf_h_data_prefix(zf_hierarchy *h, const char *path);
+zf_node *zf_h_insert_locked(zf_hierarchy *h, zf_node *n);
+void zf_h_node_free(zf_node *n);
+zf_node *zf_h_node_new(const char *path, const char *prefix);
+double zf_h_mono_now(void);
+void zf_h_unlink_locked(zf_hierarchy *h, zf_node *n);
+zf_node *zf_h_find_locked(zf_hierarchy *h, const char *path);
+zf_pool *zf_h_ensure_pool(zf_hierarchy *h);
+/* Names of the pending (metadata-less) files in dir, added to a listing. */
+zf_status zf_h_list_pending(zf_hierarchy *h, zf_node *dir, char ***names, size_t *n,
+                            size_t *cap);
+/* Free what zf_h_retire kept (hierarchy teardown). */
+void zf_h_free_retired(zf_hierarchy *h);
+
+#endif
