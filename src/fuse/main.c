@@ -149,13 +149,13 @@ static bool parse_seconds(const char *s, bool zero_ok, double *out)
 }
 
 /* fsname=STORE for /proc/mounts, with ',' and '\' escaped for the -o list. */
-static char *mount_opts(const char *store)
+static char *mount_opts(const char *store, bool rw)
 {
     size_t n = strlen(store);
     char *s = malloc(2 * n + 64);
     if (!s)
         return NULL;
-    char *p = s + sprintf(s, "-oro,default_permissions,subtype=zarrfs,fsname=");
+    char *p = s + sprintf(s, "-o%sdefault_permissions,subtype=zarrfs,fsname=", rw ? "" : "ro,");
     for (const char *q = store; *q; q++) {
         if (*q == ',' || *q == '\\')
             *p++ = '\\';
@@ -385,7 +385,7 @@ int main(int argc, char *argv[])
         ret = 0;
         goto out;
     }
-    char *mo = o.store ? mount_opts(o.store) : NULL;
+    char *mo = o.store ? mount_opts(o.store, o.rw) : NULL;
     if (mo) {
         fuse_opt_add_arg(&args, mo);
         free(mo);
@@ -460,6 +460,7 @@ int main(int argc, char *argv[])
     if (o.rw && zf_hierarchy_can_write(h, &err) != ZF_OK) {
         zf_log_warn("-o rw: %s; mounting read-only", err.msg);
         o.rw = 0;
+        fuse_opt_add_arg(&args, "-oro");
     }
     zf_fs fs = {.h = h, .rw = o.rw, .allow_delete = o.allow_delete};
     se = fuse_session_new(&args, &zf_fuse_ops, sizeof zf_fuse_ops, &fs);
