@@ -829,17 +829,25 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
     int n = asprintf(&out,
                      "{\"cache\": {\"hits\": %llu, \"misses\": %llu, \"evictions\": %llu, "
                      "\"bytes\": %zu, \"entries\": %zu, \"capacity\": %zu, "
-                     "\"loads_failed\": %llu}, "
+                     "\"loads_failed\": %llu, \"dirty_bytes\": %zu, \"dirty_entries\": %zu, "
+                     "\"writebacks\": %llu, \"writeback_failures\": %llu}, "
                      "\"decode\": {\"chunks\": %llu, \"failures\": %llu, \"seconds\": %.6f}, "
+                     "\"encode\": {\"chunks\": %llu, \"failures\": %llu, \"seconds\": %.6f}, "
                      "\"store\": {\"requests\": %llu, \"bytes_fetched\": %llu, "
-                     "\"retries\": %llu, \"errors\": %llu}, "
+                     "\"retries\": %llu, \"errors\": %llu, \"writes\": %llu, "
+                     "\"bytes_written\": %llu}, "
                      "\"replies_failed\": %llu}\n",
                      (unsigned long long)c.hits, (unsigned long long)c.misses,
                      (unsigned long long)c.evictions, c.bytes, c.entries,
                      zf_cache_capacity(h->cache), (unsigned long long)c.loads_failed,
+                     c.dirty_bytes, c.dirty_entries, (unsigned long long)c.writebacks,
+                     (unsigned long long)c.writeback_failures,
                      (unsigned long long)d.chunks, (unsigned long long)d.failures, d.seconds,
+                     (unsigned long long)d.encoded, (unsigned long long)d.encode_failures,
+                     d.encode_seconds,
                      (unsigned long long)s.requests, (unsigned long long)s.bytes,
                      (unsigned long long)s.retries, (unsigned long long)s.errors,
+                     (unsigned long long)s.writes, (unsigned long long)s.bytes_written,
                      (unsigned long long)replies_failed);
     return n < 0 ? NULL : out;
 }
