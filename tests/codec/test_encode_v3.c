@@ -172,7 +172,7 @@ static void naive_gather(const uint8_t *shard, const uint64_t *shard_shape,
                          const uint64_t *chunk_shape, unsigned nd, size_t k, size_t is,
                          uint8_t *out)
 {
-    uint64_t grid[ZF_MAX_DIMS], c[ZF_MAX_DIMS], l[ZF_MAX_DIMS], g[ZF_MAX_DIMS];
+    uint64_t grid[ZF_MAX_DIMS] = {0}, c[ZF_MAX_DIMS], l[ZF_MAX_DIMS], g[ZF_MAX_DIMS];
     for (unsigned d = 0; d < nd; d++)
         grid[d] = shard_shape[d] / chunk_shape[d];
     unravel(k, grid, nd, c);
