@@ -865,6 +865,51 @@ START_TEST(test_sharding_nested)
 }
 END_TEST
 
+/* Sharding inside a longer chain: a transpose before it, a crc32c after it. */
+START_TEST(test_sharding_in_chain)
+{
+    uint64_t shape[] = {4, 6}, tshape[] = {6, 4}, ishape[] = {3, 2};
+    zf_chunk_repr r = repr_of("<i4", 2, shape);
+    zf_codec_chain ch = chain_ok(
+        "[{\"name\": \"transpose\", \"configuration\": {\"order\": [1, 0]}}, "
+        "{\"name\": \"sharding_indexed\", \"configuration\": {\"chunk_shape\": [3, 2], "
+        "\"codecs\": [{\"name\": \"bytes\", \"configuration\": {\"endian\": \"big\"}}, "
+        "{\"name\": \"crc32c\"}], \"index_codecs\": [{\"name\": \"bytes\", \"configuration\": "
+        "{\"endian\": \"little\"}}], \"index_location\": \"start\"}}, {\"name\": \"crc32c\"}]",
+        &r, NULL);
+    int32_t data[24], t[24];
+    for (int i = 0; i < 24; i++)
+        data[i] = i % 7 == 0 ? 0 : 100 + i;
+    /* Transposed chunk (1, 0) (rows 3..5, columns 0..1 of the [6, 4] transpose) is all 0, the
+     * fill value: elements (0..1, 3..5) of the data. */
+    for (int y = 0; y < 2; y++)
+        for (int x = 3; x < 6; x++)
+            data[y * 6 + x] = 0;
+    unsigned order[] = {1, 0};
+    naive_transpose((const uint8_t *)data, shape, 2, order, 4, (uint8_t *)t);
+    size_t len;
+    uint8_t *enc = encode_ok(&ch, &r, data, 0, &len, "sharding in a chain");
+    ck_assert_uint_gt(len, 4);
+    ck_assert_uint_eq(get_le32(enc + len - 4), crc32c_ref(enc, len - 4));
+    uint64_t p[8];
+    parse_shard(enc, len - 4, 4, false, false, p, "sharding in a chain");
+    uint8_t chunk[24], want[28];
+    for (size_t k = 0; k < 4; k++) {
+        if (k == 2) {
+            ck_assert(p[4] == EMPTY64);
+            continue;
+        }
+        naive_gather((const uint8_t *)t, tshape, ishape, 2, k, 4, chunk);
+        size_t wl = inner_expect(INNER_BE_CRC, chunk, ishape, 2, 4, want);
+        ck_assert_uint_eq(p[2 * k + 1], wl);
+        ck_assert_mem_eq(enc + p[2 * k], want, wl);
+    }
+    decode_expect(&ch, &r, enc, len, data, "sharding in a chain");
+    free(enc);
+    zf_chain_clear(&ch);
+}
+END_TEST
+
 /* --- zf_sharding_encode_shard --- */
 
 /* A sharding codec for <i4 shards [4, 6] in inner chunks [2, 3] (2 x 2 grid), fill 0. */
@@ -1181,6 +1226,7 @@ Suite *codec_encode_v3_suite(void)
     tcase_add_test(tc, test_sharding_full);
     tcase_add_test(tc, test_sharding_fill_chunks);
     tcase_add_test(tc, test_sharding_nested);
+    tcase_add_test(tc, test_sharding_in_chain);
     tcase_add_test(tc, test_encode_shard_mixed);
     tcase_add_test(tc, test_encode_shard_empty);
     tcase_add_test(tc, test_encode_shard_corrupt_old);
