@@ -11,7 +11,7 @@
  *
  * Decoding copies the stored bytes into the decoded array, swapping each component when the
  * stored byte order differs from the decoded data type's (little-endian for v3: the flat
- * encoding). */
+ * encoding); encoding is the same copy the other way. */
 #include <string.h>
 
 #include "codec_impl.h"
@@ -132,6 +132,32 @@ static zf_status bytes_decode(const zf_codec *c, const zf_chunk_repr *decoded, c
     return ZF_OK;
 }
 
+static zf_status bytes_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                              size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
+                              zf_err *err)
+{
+    (void)flags;
+    const bytes_codec *b = (const bytes_codec *)c;
+    size_t unit;
+    zf_status st = bytes_check(b, decoded, "bytes", &unit, err);
+    if (st != ZF_OK)
+        return st;
+    if (in_len != decoded->nbytes)
+        return zf_fail(err, ZF_ERR_INVALID, "bytes: %zu bytes to encode, the array has %zu",
+                       in_len, decoded->nbytes);
+    uint8_t *o = malloc(in_len ? in_len : 1);
+    if (!o)
+        return ZF_ERR_NOMEM;
+    bool have_big = decoded->dtype.byteorder == '>';
+    if (unit > 1 && b->big != have_big)
+        swap_copy(in, o, in_len, unit);
+    else if (in_len)
+        memcpy(o, in, in_len);
+    *out = o;
+    *out_len = in_len;
+    return ZF_OK;
+}
+
 static const zf_codec_ops bytes_ops = {
     .name = "bytes",
     .kind = ZF_CODEC_ARRAY_TO_BYTES,
@@ -139,6 +165,7 @@ static const zf_codec_ops bytes_ops = {
     .decode = bytes_decode,
     .destroy = zf_codec_destroy_plain,
     .decoded_size = bytes_size,
+    .encode = bytes_encode,
 };
 
 zf_status zf_codec_bytes_make(bool big_endian, zf_codec **out)

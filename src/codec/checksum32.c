@@ -1,7 +1,7 @@
 /* checksum32.c — numcodecs' Checksum32 codecs "crc32" and "adler32" (zlib's checksums), and the
  * machinery they share with crc32c.c: the payload with a 4-byte little-endian checksum before
  * it (numcodecs' default for crc32/adler32, "location": "start") or after it ("end"). A
- * mismatch is ZF_ERR_CORRUPT. */
+ * mismatch is ZF_ERR_CORRUPT. Encoding writes the same layout. */
 #include <string.h>
 #include <zlib.h>
 
@@ -59,6 +59,29 @@ zf_status zf_checksum_decode(const zf_codec *c, const zf_chunk_repr *decoded, co
     return ZF_OK;
 }
 
+zf_status zf_checksum_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                             size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
+                             zf_err *err)
+{
+    (void)decoded;
+    (void)flags;
+    const checksum_codec *k = (const checksum_codec *)c;
+    if (in_len > SIZE_MAX - 5)
+        return zf_fail(err, ZF_ERR_INVALID, "%s: chunk too large", c->ops->name);
+    uint8_t *o = malloc(in_len + 4);
+    if (!o)
+        return ZF_ERR_NOMEM;
+    uint8_t *sum = k->at_end ? o + in_len : o, *payload = k->at_end ? o : o + 4;
+    uint32_t v = k->fn(in, in_len);
+    for (int i = 0; i < 4; i++)
+        sum[i] = (uint8_t)(v >> (8 * i));
+    if (in_len)
+        memcpy(payload, in, in_len);
+    *out = o;
+    *out_len = in_len + 4;
+    return ZF_OK;
+}
+
 zf_status zf_checksum_codec_new(yajl_val cfg, const zf_codec_ops *ops, zf_checksum_fn fn,
                                 bool at_end, zf_codec **out, zf_err *err)
 {
@@ -98,6 +121,7 @@ static const zf_codec_ops crc32_ops = {
     .decode = zf_checksum_decode,
     .destroy = zf_codec_destroy_plain,
     .decoded_size = zf_checksum_decoded_size,
+    .encode = zf_checksum_encode,
 };
 
 static const zf_codec_ops adler32_ops = {
@@ -107,6 +131,7 @@ static const zf_codec_ops adler32_ops = {
     .decode = zf_checksum_decode,
     .destroy = zf_codec_destroy_plain,
     .decoded_size = zf_checksum_decoded_size,
+    .encode = zf_checksum_encode,
 };
 
 zf_status zf_codec_crc32_new(yajl_val cfg, zf_codec **out, zf_err *err)

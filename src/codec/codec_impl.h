@@ -195,4 +195,9 @@ zf_status zf_codec_sharding_new(yajl_val cfg, const zf_chunk_repr *decoded,
                                 const uint8_t *fill_value, unsigned depth, zf_codec **out,
                                 zf_err *err);
 
+/* The checksum codecs' encode: the payload with its checksum before or after it. */
+zf_status zf_checksum_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                             size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
+                             zf_err *err);
+
 #endif

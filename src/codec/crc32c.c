@@ -109,6 +109,7 @@ static const zf_codec_ops crc32c_ops = {
     .decode = zf_checksum_decode,
     .destroy = zf_codec_destroy_plain,
     .decoded_size = zf_checksum_decoded_size,
+    .encode = zf_checksum_encode,
 };
 
 zf_status zf_codec_crc32c_new(yajl_val cfg, zf_codec **out, zf_err *err)

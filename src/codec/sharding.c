@@ -15,7 +15,11 @@
  *
  * Decoding a whole shard (the codec's decode) reads the index, then decodes every inner chunk into
  * its place in the shard (C order); the array layer may instead read the index and single inner
- * chunks by byte range (zf_codec_sharding describes what it needs). */
+ * chunks by byte range (zf_codec_sharding describes what it needs).
+ *
+ * Encoding (the codec's encode, for a whole decoded shard; zf_sharding_encode_shard, for a shard
+ * rebuilt from new inner chunks and stored ones of the old shard) is described at "encoding a
+ * shard" below. */
 #include <stdio.h>
 #include <string.h>
 
@@ -238,8 +242,10 @@ static unsigned run_dim(const sharding_codec *s)
     return k;
 }
 
-/* Copy decoded inner chunk k (C order, src) into its place in the shard (out). */
-static void scatter(const sharding_codec *s, uint64_t k, const uint8_t *src, uint8_t *out)
+/* Copy inner chunk k between its own C-order buffer and its place in the shard (C order):
+ * from the chunk into the shard (to_shard) or from the shard into the chunk. */
+static void chunk_copy(const sharding_codec *s, uint64_t k, const uint8_t *from, uint8_t *to,
+                       bool to_shard)
 {
     unsigned nd = s->ndim, rd = run_dim(s);
     size_t is = s->inner_repr.dtype.itemsize;
@@ -256,10 +262,13 @@ static void scatter(const sharding_codec *s, uint64_t k, const uint8_t *src, uin
         base += coord[d] * (size_t)s->chunk_shape[d] * stride[d];
     for (unsigned d = rd; d < nd; d++)
         run *= (size_t)s->chunk_shape[d];
-    size_t off = base, run_bytes = run * is;
+    size_t off = base, pos = 0, run_bytes = run * is;
     for (;;) {
-        memcpy(out + off * is, src, run_bytes);
-        src += run_bytes;
+        if (to_shard)
+            memcpy(to + off * is, from + pos, run_bytes);
+        else
+            memcpy(to + pos, from + off * is, run_bytes);
+        pos += run_bytes;
         unsigned d = rd;
         for (;;) {
             if (d == 0)
@@ -273,6 +282,18 @@ static void scatter(const sharding_codec *s, uint64_t k, const uint8_t *src, uin
             idx[d] = 0;
         }
     }
+}
+
+/* Copy decoded inner chunk k (C order, src) into its place in the shard (out). */
+static void scatter(const sharding_codec *s, uint64_t k, const uint8_t *src, uint8_t *out)
+{
+    chunk_copy(s, k, src, out, true);
+}
+
+/* Copy inner chunk k out of the decoded shard (in) into its own C-order buffer (dst). */
+static void gather(const sharding_codec *s, uint64_t k, const uint8_t *in, uint8_t *dst)
+{
+    chunk_copy(s, k, in, dst, false);
 }
 
 static zf_status sharding_decode(const zf_codec *c, const zf_chunk_repr *decoded,
@@ -354,6 +375,207 @@ static zf_status sharding_resolve(const zf_codec *c, const zf_chunk_repr *decode
     return ZF_OK;
 }
 
+/* --- encoding a shard ---
+ *
+ * The shard is built in one growable buffer: room for the index first (index "start", whose
+ * size index_codecs fix in advance, so offsets are final as chunks are appended), then the
+ * encoded inner chunks back to back in C order of the chunks-per-shard grid, then (index "end")
+ * the index. The spec leaves the order of inner chunks to the writer ("All possible write orders
+ * are valid"). An inner chunk is "empty" (left out, index entry (2^64 - 1, 2^64 - 1)) when each
+ * of its elements has exactly the fill value's bytes: a byte comparison, so -0.0 or a NaN of
+ * another payload than the fill value's is kept rather than read back as the fill value. */
+
+typedef struct builder {
+    uint8_t *p;
+    size_t len, cap;
+} builder;
+
+static zf_status builder_reserve(builder *b, size_t n)
+{
+    if (n > SIZE_MAX - b->len)
+        return ZF_ERR_NOMEM;
+    size_t need = b->len + n;
+    if (need <= b->cap)
+        return ZF_OK;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < need)
+        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    uint8_t *p = realloc(b->p, cap);
+    if (!p)
+        return ZF_ERR_NOMEM;
+    b->p = p;
+    b->cap = cap;
+    return ZF_OK;
+}
+
+static zf_status builder_put(builder *b, const uint8_t *src, size_t n)
+{
+    zf_status st = builder_reserve(b, n);
+    if (st != ZF_OK)
+        return st;
+    if (n)
+        memcpy(b->p + b->len, src, n);
+    b->len += n;
+    return ZF_OK;
+}
+
+/* len bytes (a whole number of items) all equal to the fill value's item. */
+static bool is_fill(const uint8_t *p, size_t len, const uint8_t *fill, size_t itemsize)
+{
+    if (len == 0 || itemsize == 0)
+        return true;
+    /* The first item is the fill value and every byte equals the one an item later. */
+    return memcmp(p, fill, itemsize) == 0 && memcmp(p, p + itemsize, len - itemsize) == 0;
+}
+
+/* Encode inner chunk k from its decoded bytes and append it (or leave it out when empty). */
+static zf_status put_new_chunk(const sharding_codec *s, builder *b, uint64_t k,
+                               const uint8_t *chunk, unsigned flags, uint64_t *pair, zf_err *err)
+{
+    pair[0] = pair[1] = EMPTY;
+    if (!(flags & ZF_ENCODE_WRITE_EMPTY) &&
+        is_fill(chunk, s->inner_repr.nbytes, s->fill, s->inner_repr.dtype.itemsize))
+        return ZF_OK;
+    uint8_t *enc = NULL;
+    size_t enc_len = 0;
+    zf_status st = zf_chain_encode(&s->inner, &s->inner_repr, chunk, flags, &enc, &enc_len, err);
+    if (st != ZF_OK) {
+        char cs[256];
+        zf_err_prefix(err, "sharding_indexed: inner chunk %s", coords(s, k, cs, sizeof cs));
+        return st;
+    }
+    uint64_t off = b->len;
+    st = builder_put(b, enc, enc_len);
+    free(enc);
+    if (st == ZF_OK) {
+        pair[0] = off;
+        pair[1] = enc_len;
+    }
+    return st;
+}
+
+/* Copy inner chunk k's stored bytes (old_pair, into old_shard of old_len) over unchanged. */
+static zf_status put_old_chunk(const sharding_codec *s, builder *b, uint64_t k,
+                               const uint8_t *old_shard, uint64_t old_len,
+                               const uint64_t *old_pair, uint64_t *pair, zf_err *err)
+{
+    pair[0] = pair[1] = EMPTY;
+    uint64_t off = old_pair[0], nb = old_pair[1];
+    if (off == EMPTY && nb == EMPTY)
+        return ZF_OK;
+    char cs[256];
+    if (off == EMPTY || nb == EMPTY || nb > old_len || off > old_len - nb)
+        return zf_fail(err, ZF_ERR_CORRUPT,
+                       "sharding_indexed: inner chunk %s: old index entry (offset %llu, %llu "
+                       "bytes) lies outside the old shard's %llu bytes",
+                       coords(s, k, cs, sizeof cs), (unsigned long long)off,
+                       (unsigned long long)nb, (unsigned long long)old_len);
+    uint64_t new_off = b->len;
+    zf_status st = builder_put(b, old_shard + off, (size_t)nb);
+    if (st == ZF_OK) {
+        pair[0] = new_off;
+        pair[1] = nb;
+    }
+    return st;
+}
+
+/* Build a shard. Inner chunk k comes from the decoded shard `shard` (when non-NULL) or else
+ * from chunks[k] (new decoded bytes) or, chunks[k] NULL, from old_shard per old_index. */
+static zf_status build_shard(const sharding_codec *s, const uint8_t *shard,
+                             const uint8_t *const *chunks, const uint8_t *old_shard,
+                             uint64_t old_len, const uint64_t *old_index, unsigned flags,
+                             uint8_t **out, size_t *out_len, bool *empty, zf_err *err)
+{
+    size_t inner_len = s->inner_repr.nbytes;
+    size_t npairs = (size_t)s->nchunks * 2;
+    builder b = {NULL, 0, 0};
+    uint8_t *scratch = NULL, *ix = NULL;
+    size_t ix_len = 0;
+    uint64_t *pairs = malloc(npairs ? npairs * sizeof *pairs : 1);
+    zf_status st = pairs ? ZF_OK : ZF_ERR_NOMEM;
+    if (st == ZF_OK && !s->index_at_end) { /* room for the index */
+        if ((st = builder_reserve(&b, s->index_nbytes)) == ZF_OK)
+            b.len = s->index_nbytes;
+    }
+    bool contiguous = run_dim(s) == 0, all_empty = true;
+    for (uint64_t k = 0; k < s->nchunks && st == ZF_OK; k++) {
+        uint64_t *pair = &pairs[2 * k];
+        if (shard) {
+            const uint8_t *chunk = shard + (size_t)k * inner_len;
+            if (!contiguous) {
+                if (!scratch && !(scratch = malloc(inner_len ? inner_len : 1))) {
+                    st = ZF_ERR_NOMEM;
+                    break;
+                }
+                gather(s, k, shard, scratch);
+                chunk = scratch;
+            }
+            st = put_new_chunk(s, &b, k, chunk, flags, pair, err);
+        } else if (chunks[k]) {
+            st = put_new_chunk(s, &b, k, chunks[k], flags, pair, err);
+        } else if (old_shard) {
+            st = put_old_chunk(s, &b, k, old_shard, old_len, &old_index[2 * k], pair, err);
+        } else {
+            pair[0] = pair[1] = EMPTY;
+        }
+        if (pair[0] != EMPTY)
+            all_empty = false;
+    }
+    /* The index, as <u8 (the representation the index codecs encode). */
+    if (st == ZF_OK) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        for (size_t i = 0; i < npairs; i++)
+            pairs[i] = __builtin_bswap64(pairs[i]);
+#endif
+        st = zf_chain_encode(&s->index, &s->index_repr, (const uint8_t *)pairs, flags, &ix,
+                             &ix_len, err);
+        if (st != ZF_OK)
+            zf_err_prefix(err, "sharding_indexed: index");
+        else if (ix_len != s->index_nbytes)
+            st = zf_fail(err, ZF_ERR_INVALID,
+                         "sharding_indexed: index encoded to %zu bytes, expected %zu", ix_len,
+                         s->index_nbytes);
+    }
+    if (st == ZF_OK) {
+        if (s->index_at_end)
+            st = builder_put(&b, ix, ix_len);
+        else if (ix_len)
+            memcpy(b.p, ix, ix_len);
+    }
+    free(ix);
+    free(scratch);
+    free(pairs);
+    if (st != ZF_OK) {
+        free(b.p);
+        return st;
+    }
+    if (!b.p && !(b.p = malloc(1))) /* an empty shard (no chunks, an index of 0 bytes) */
+        return ZF_ERR_NOMEM;
+    *out = b.p;
+    *out_len = b.len;
+    if (empty)
+        *empty = all_empty;
+    return ZF_OK;
+}
+
+static zf_status sharding_encode(const zf_codec *c, const zf_chunk_repr *decoded,
+                                 const uint8_t *in, size_t in_len, unsigned flags, uint8_t **out,
+                                 size_t *out_len, zf_err *err)
+{
+    const sharding_codec *s = (const sharding_codec *)c;
+    zf_chunk_repr enc;
+    *out = NULL;
+    *out_len = 0;
+    zf_status st = sharding_resolve(c, decoded, &enc, err);
+    if (st != ZF_OK)
+        return st;
+    if (in_len != s->shard_nbytes)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "sharding_indexed: %zu bytes to encode, the shard holds %zu", in_len,
+                       s->shard_nbytes);
+    return build_shard(s, in, NULL, NULL, 0, NULL, flags, out, out_len, NULL, err);
+}
+
 static void sharding_destroy(zf_codec *c)
 {
     sharding_codec *s = (sharding_codec *)c;
@@ -369,6 +591,7 @@ static const zf_codec_ops sharding_ops = {
     .resolve = sharding_resolve,
     .decode = sharding_decode,
     .destroy = sharding_destroy,
+    .encode = sharding_encode,
 };
 
 /* --- construction --- */
@@ -534,7 +757,16 @@ zf_status zf_sharding_encode_shard(const zf_codec *c, const uint8_t *const *chun
                                    const uint64_t *old_index, unsigned flags, uint8_t **out,
                                    size_t *out_len, bool *empty, zf_err *err)
 {
-    (void)c, (void)chunks, (void)old_shard, (void)old_len, (void)old_index, (void)flags;
-    (void)out, (void)out_len, (void)empty;
-    return zf_fail(err, ZF_ERR_UNSUPPORTED, "sharding_indexed: encoding is not supported yet");
+    *out = NULL;
+    *out_len = 0;
+    *empty = false;
+    if (!c || c->ops != &sharding_ops)
+        return zf_fail(err, ZF_ERR_INVALID, "not a sharding_indexed codec");
+    const sharding_codec *s = (const sharding_codec *)c;
+    if (!chunks && s->nchunks)
+        return zf_fail(err, ZF_ERR_INVALID, "sharding_indexed: no inner chunks given");
+    if (old_shard && !old_index && s->nchunks)
+        return zf_fail(err, ZF_ERR_INVALID, "sharding_indexed: an old shard without its index");
+    return build_shard(s, NULL, chunks, old_shard, old_len, old_index, flags, out, out_len,
+                       empty, err);
 }

@@ -1,7 +1,7 @@
 /* transpose.c — the transpose codec (array -> array): the stored array's axis i is axis
  * order[i] of the decoded one (Zarr v3 "transpose"; Zarr v2 `order: "F"` is the reversed
  * order). Decoding turns the stored C-order array of the encoded shape into the decoded C-order
- * array.
+ * array; encoding is the same permutation with the inverse order.
  *
  * Speed matters here (every chunk of an F-order array passes through): axes of length 1 are
  * dropped, axes that stay adjacent in both layouts are merged, then either whole rows are
@@ -140,44 +140,47 @@ static void permute(const axis *ax, unsigned k, size_t s, const uint8_t *in, uin
     }
 }
 
-static zf_status transpose_decode(const zf_codec *c, const zf_chunk_repr *decoded,
-                                  const uint8_t *in, size_t in_len, uint8_t *out, size_t out_len,
-                                  zf_err *err)
+/* The elements of an array of shape `shape` (C order), checking n * s == len; *nelem 0 when
+ * there is nothing to move. */
+static zf_status count_elems(const uint64_t *shape, unsigned nd, size_t s, size_t len,
+                             size_t *nelem, zf_err *err)
 {
-    const transpose_codec *t = (const transpose_codec *)c;
-    unsigned nd = t->ndim;
-    if (decoded->ndim != nd)
-        return zf_fail(err, ZF_ERR_INVALID, "transpose: order has %u dimensions, the chunk has %u",
-                       nd, decoded->ndim);
-    if (in_len != out_len)
-        return zf_fail(err, ZF_ERR_CORRUPT, "transpose: %zu bytes, expected %zu", in_len,
-                       out_len);
-    size_t s = decoded->dtype.itemsize, nelem = 1;
+    size_t n = 1;
     for (unsigned j = 0; j < nd; j++) {
-        if (decoded->shape[j] && nelem > SIZE_MAX / decoded->shape[j])
+        if (shape[j] && n > SIZE_MAX / shape[j])
             return zf_fail(err, ZF_ERR_INVALID, "transpose: chunk too large");
-        nelem *= (size_t)decoded->shape[j];
+        n *= (size_t)shape[j];
     }
-    if (s == 0 || nelem == 0 || nelem > SIZE_MAX / s || nelem * s != out_len) {
-        if (out_len == 0)
+    if (s == 0 || n == 0 || n > SIZE_MAX / s || n * s != len) {
+        if (len == 0) {
+            *nelem = 0;
             return ZF_OK;
+        }
         return zf_fail(err, ZF_ERR_INVALID,
                        "transpose: %zu bytes do not hold the chunk's %zu elements of %zu bytes",
-                       out_len, nelem, s);
+                       len, n, s);
     }
-    /* Strides of the encoded (stored, C-order) array, and of the decoded one. */
+    *nelem = n;
+    return ZF_OK;
+}
+
+/* out (C order, shape `shape`) from in, the C-order array whose axis i is axis order[i] of out. */
+static void transpose_run(unsigned nd, const unsigned *order, const uint64_t *shape, size_t s,
+                          size_t nelem, const uint8_t *in, uint8_t *out)
+{
+    /* Strides of the input array, and of the output one. */
     size_t es[ZF_MAX_DIMS], inv[ZF_MAX_DIMS];
     size_t st = 1;
     for (unsigned i = nd; i-- > 0;) {
         es[i] = st;
-        st *= (size_t)decoded->shape[t->order[i]];
-        inv[t->order[i]] = i;
+        st *= (size_t)shape[order[i]];
+        inv[order[i]] = i;
     }
     axis ax[ZF_MAX_DIMS];
     unsigned k = 0;
     size_t os = nelem;
     for (unsigned j = 0; j < nd; j++) {
-        size_t n = (size_t)decoded->shape[j];
+        size_t n = (size_t)shape[j];
         os /= n;
         if (n == 1)
             continue;
@@ -191,6 +194,57 @@ static zf_status transpose_decode(const zf_codec *c, const zf_chunk_repr *decode
         }
     }
     permute(ax, k, s, in, out);
+}
+
+static zf_status transpose_decode(const zf_codec *c, const zf_chunk_repr *decoded,
+                                  const uint8_t *in, size_t in_len, uint8_t *out, size_t out_len,
+                                  zf_err *err)
+{
+    const transpose_codec *t = (const transpose_codec *)c;
+    unsigned nd = t->ndim;
+    if (decoded->ndim != nd)
+        return zf_fail(err, ZF_ERR_INVALID, "transpose: order has %u dimensions, the chunk has %u",
+                       nd, decoded->ndim);
+    if (in_len != out_len)
+        return zf_fail(err, ZF_ERR_CORRUPT, "transpose: %zu bytes, expected %zu", in_len,
+                       out_len);
+    size_t s = decoded->dtype.itemsize, nelem;
+    zf_status st = count_elems(decoded->shape, nd, s, out_len, &nelem, err);
+    if (st == ZF_OK && nelem)
+        transpose_run(nd, t->order, decoded->shape, s, nelem, in, out);
+    return st;
+}
+
+/* Encoding: the encoded array (axis i = decoded axis order[i]) is the decoded one read through
+ * the inverse permutation, so it is the same run with the inverse order and the encoded shape. */
+static zf_status transpose_encode(const zf_codec *c, const zf_chunk_repr *decoded,
+                                  const uint8_t *in, size_t in_len, unsigned flags,
+                                  uint8_t **out, size_t *out_len, zf_err *err)
+{
+    (void)flags;
+    const transpose_codec *t = (const transpose_codec *)c;
+    unsigned nd = t->ndim;
+    if (decoded->ndim != nd)
+        return zf_fail(err, ZF_ERR_INVALID, "transpose: order has %u dimensions, the chunk has %u",
+                       nd, decoded->ndim);
+    size_t s = decoded->dtype.itemsize, nelem;
+    zf_status st = count_elems(decoded->shape, nd, s, in_len, &nelem, err);
+    if (st != ZF_OK)
+        return st;
+    uint8_t *o = malloc(in_len ? in_len : 1);
+    if (!o)
+        return ZF_ERR_NOMEM;
+    if (nelem) {
+        unsigned inv[ZF_MAX_DIMS];
+        uint64_t eshape[ZF_MAX_DIMS];
+        for (unsigned i = 0; i < nd; i++) {
+            inv[t->order[i]] = i;
+            eshape[i] = decoded->shape[t->order[i]];
+        }
+        transpose_run(nd, inv, eshape, s, nelem, in, o);
+    }
+    *out = o;
+    *out_len = in_len;
     return ZF_OK;
 }
 
@@ -201,6 +255,7 @@ static const zf_codec_ops transpose_ops = {
     .decode = transpose_decode,
     .destroy = zf_codec_destroy_plain,
     .decoded_size = transpose_size,
+    .encode = transpose_encode,
 };
 
 zf_status zf_codec_transpose_new(unsigned ndim, const unsigned *order, zf_codec **out,
