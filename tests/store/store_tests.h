@@ -9,8 +9,8 @@
 TCase *store_file_tcase(void);   /* test_store.c: the local file-system store */
 TCase *store_parse_tcase(void);  /* test_remote_parse.c: index pages, S3 XML, AWS files, URLs */
 TCase *store_http_tcase(void);   /* test_remote_http.c: the HTTP store against local servers */
-TCase *store_s3_tcase(void);
-TCase *store_write_tcase(void);     /* test_remote_s3.c: the S3 store against s3_test_server.py */
+TCase *store_s3_tcase(void);     /* test_remote_s3.c: the S3 store against s3_test_server.py */
+TCase *store_write_tcase(void);  /* test_write.c: writing to local stores, HTTP's refusal */
 
 #ifndef STORE_TEST_SRCDIR
 #define STORE_TEST_SRCDIR "."
