@@ -9,7 +9,15 @@
  *
  * A body is accepted only when it is complete: as long as its Content-Length, and for a 206 as
  * long as its Content-Range says and reaching as far as the range asked (unless the value ends
- * first). Anything shorter is a failure that is retried, never a short success. */
+ * first). Anything shorter is a failure that is retried, never a short success.
+ *
+ * Writes: a PUT sends its body from memory (CURLOPT_POSTFIELDS with CUSTOMREQUEST "PUT", so that
+ * libcurl can send it again on a retry or a 307/308 redirect) with Content-Length and
+ * Content-Type: application/octet-stream; a DELETE has none. Neither waits for
+ * "100 Continue": the Expect header libcurl adds is removed with an empty "Expect:", except
+ * where that would break a signature: libcurl before 8.3.0 signs the removed header as an empty
+ * one (curl issue #11664), so signed PUTs leave libcurl's own rule in place there (no Expect up
+ * to 1 MiB of body, "Expect: 100-continue" beyond, which S3 answers). */
 #include <curl/curl.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -30,6 +38,7 @@ struct zf_http {
     unsigned retries, max_handles;
     long timeout_ms, low_speed_s;
     bool insecure;
+    bool drop_expect; /* send "Expect:" with PUTs (see above) */
     char *sigv4, *access_key, *secret_key, *token_header;
     CURLSH *share;
     pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
@@ -91,6 +100,7 @@ zf_status zf_http_create(const zf_http_config *cfg, zf_http **out, zf_err *err)
     h->low_speed_s = (long)(t / 2 + 0.999);
     h->low_speed_s = h->low_speed_s < 1 ? 1 : h->low_speed_s > 15 ? 15 : h->low_speed_s;
     h->insecure = o->insecure;
+    h->drop_expect = !cfg->sigv4 || curl_version_info(CURLVERSION_NOW)->version_num >= 0x080300;
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
@@ -652,6 +662,11 @@ static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
     } while (0)
     if (range[0])
         ADD(range);
+    if (rq->kind == ZF_HTTP_PUT) {
+        ADD("Content-Type: application/octet-stream"); /* not a form (libcurl's POST default) */
+        if (h->drop_expect)
+            ADD("Expect:");
+    }
     if (h->sigv4) /* libcurl's SigV4 signs every header we send, these included */
         ADD("x-amz-content-sha256: UNSIGNED-PAYLOAD");
     if (h->token_header)
@@ -667,6 +682,14 @@ static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     else
         curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    if (rq->kind == ZF_HTTP_PUT) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, rq->body ? (const char *)rq->body : "");
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PUT");
+        curl_easy_setopt(c, CURLOPT_POSTREDIR, (long)CURL_REDIR_POST_ALL);
+    } else if (rq->kind == ZF_HTTP_DELETE) {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
+    }
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &x);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
@@ -680,7 +703,14 @@ static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
                         rq->url[0] && rq->url[strlen(rq->url) - 1] != '/';
     if (x.status == 0 && rc == CURLE_OK)
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &x.status);
-    /* the handle goes back to the pool: it must not point at this frame */
+    /* the handle goes back to the pool: it must not point at this frame, nor keep the method */
+    if (rq->kind == ZF_HTTP_PUT || rq->kind == ZF_HTTP_DELETE) {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, NULL);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
+        curl_easy_setopt(c, CURLOPT_POSTREDIR, 0L);
+        curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    }
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, NULL);

@@ -158,6 +158,11 @@ static const zf_store_ops http_ops = {
     .stat = http_stat,
     .list_dir = http_list_dir,
     .destroy = http_destroy,
+    /* read-only: a plain web server has no agreed way to store or delete (the dispatcher
+     * answers ZF_ERR_READONLY) */
+    .set = NULL,
+    .erase = NULL,
+    .remove_dir = NULL,
 };
 
 zf_status zf_store_http_open(const char *url, const zf_store_options *opts, zf_store **out,

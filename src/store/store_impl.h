@@ -45,6 +45,8 @@ typedef enum zf_http_kind {
     ZF_HTTP_GET,    /* GET: the whole body */
     ZF_HTTP_RANGE,  /* GET bytes [offset, offset + len) (len > 0; UINT64_MAX: to the end) */
     ZF_HTTP_SUFFIX, /* GET the last len bytes (len > 0) */
+    ZF_HTTP_PUT,    /* PUT body (body_len bytes, as Content-Length; application/octet-stream) */
+    ZF_HTTP_DELETE, /* DELETE */
 } zf_http_kind;
 
 typedef struct zf_http_request {
@@ -53,6 +55,8 @@ typedef struct zf_http_request {
     zf_http_kind kind;
     uint64_t offset, len;
     uint64_t max_body; /* 0: ZF_HTTP_MAX_VALUE */
+    const uint8_t *body; /* PUT: what to send (may be NULL when body_len is 0) */
+    size_t body_len;
 } zf_http_request;
 
 typedef struct zf_http_response {
@@ -70,7 +74,8 @@ typedef struct zf_http_response {
 } zf_http_response;
 
 /* One request with retries: 5xx, 429, 408, timeouts, connection failures and truncated bodies are
- * retried up to the configured count with backoff (counted with zf_store_count_retry(s)), then
+ * retried (PUT and DELETE too: they are idempotent, and a PUT sends its whole body again) up to
+ * the configured count with backoff (counted with zf_store_count_retry(s)), then
  * ZF_ERR_IO naming req->what and the last failure. Otherwise ZF_OK with the final response for
  * the caller to interpret: a 2xx with a complete body, or any other status (404, 403, 416, ...).
  * ZF_ERR_IO also for failures that are not retried (TLS verification, too large, malformed);

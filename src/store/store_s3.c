@@ -13,7 +13,13 @@
  * percent-encoded (upper-case hex), query parameters sorted by name.
  *
  * Only 404 is "not found" (NoSuchBucket is an error); 403 is "access denied", an error, so that
- * bad credentials fail the mount instead of showing an empty hierarchy. */
+ * bad credentials fail the mount instead of showing an empty hierarchy.
+ *
+ * Writes: set is one PUT of the whole value (signed as the reads are: libcurl takes the payload
+ * hash from our x-amz-content-sha256 header, UNSIGNED-PAYLOAD, and signs the method it sends),
+ * erase a DELETE (S3 answers 204 for absent keys too; a 404 is taken as "already gone"). S3 has
+ * no directories: remove_dir is absent, which the dispatcher answers with ZF_OK. Anonymous stores
+ * try like the others and report what the server says (a public bucket may allow writes). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,9 +47,10 @@ static char *full_key(const s3_store *s3, const char *key)
     return asprintf(&out, "%s/%s", s3->prefix, key) < 0 ? NULL : out;
 }
 
-/* A final answer that is not 2xx (416 aside, which the callers handle). */
+/* A final answer that is not 2xx (416 aside, which the callers handle). A 404 is "not found"
+ * unless missing_is_error (a PUT, which makes the key: a 404 there is a failure). */
 static zf_status answer_status(const s3_store *s3, const char *key, const zf_http_response *r,
-                               zf_err *err)
+                               bool missing_is_error, zf_err *err)
 {
     if (r->status >= 200 && r->status < 300)
         return ZF_OK;
@@ -55,7 +62,7 @@ static zf_status answer_status(const s3_store *s3, const char *key, const zf_htt
     if (r->status == 404 && strcmp(code, "NoSuchBucket") == 0)
         return zf_fail(err, ZF_ERR_IO, "%s: bucket \"%s\" does not exist%s", key, s3->bucket,
                        detail);
-    if (r->status == 404)
+    if (r->status == 404 && !missing_is_error)
         return ZF_ERR_NOT_FOUND;
     if (r->bucket_region[0] && strcmp(r->bucket_region, s3->region) != 0)
         return zf_fail(err, ZF_ERR_IO,
@@ -67,20 +74,32 @@ static zf_status answer_status(const s3_store *s3, const char *key, const zf_htt
     return zf_fail(err, ZF_ERR_IO, "%s: %s%s", key, text, detail);
 }
 
-static zf_status request(s3_store *s3, const char *key, zf_http_kind kind, uint64_t offset,
-                         uint64_t len, zf_http_response *r, zf_err *err)
+/* One request for key (rq's url and what are filled in here), its answer checked with
+ * answer_status (a 416 to a GET is left to its caller; a 404 to a PUT is an error). */
+static zf_status request_rq(s3_store *s3, const char *key, zf_http_request rq,
+                            zf_http_response *r, zf_err *err)
 {
     char *fk = full_key(s3, key);
     char *url = fk ? zf_url_join_key(s3->base_url, fk, false) : NULL;
     free(fk);
     if (!url)
         return ZF_ERR_NOMEM;
-    zf_http_request rq = {.url = url, .what = key, .kind = kind, .offset = offset, .len = len};
+    rq.url = url;
+    rq.what = key;
+    bool ranged = rq.kind == ZF_HTTP_RANGE || rq.kind == ZF_HTTP_SUFFIX || rq.kind == ZF_HTTP_GET;
     zf_status st = zf_http_perform(s3->http, &s3->base, &rq, r, err);
     free(url);
-    if (st == ZF_OK && r->status != 416 && (st = answer_status(s3, key, r, err)) != ZF_OK)
+    if (st == ZF_OK && (r->status != 416 || !ranged) &&
+        (st = answer_status(s3, key, r, rq.kind == ZF_HTTP_PUT, err)) != ZF_OK)
         zf_http_response_free(r);
     return st;
+}
+
+static zf_status request(s3_store *s3, const char *key, zf_http_kind kind, uint64_t offset,
+                         uint64_t len, zf_http_response *r, zf_err *err)
+{
+    return request_rq(s3, key, (zf_http_request){.kind = kind, .offset = offset, .len = len}, r,
+                      err);
 }
 
 static zf_status s3_stat(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
@@ -122,6 +141,27 @@ static zf_status s3_get_suffix(zf_store *s, const char *key, uint64_t len, zf_by
                                uint64_t *total, zf_err *err)
 {
     return zf_http_get_suffix(s, key, len, s3_range_request, s3_stat, out, total, err);
+}
+
+static zf_status s3_set(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                        zf_err *err)
+{
+    zf_http_response r;
+    zf_http_request rq = {.kind = ZF_HTTP_PUT, .body = data, .body_len = len};
+    zf_status st = request_rq((s3_store *)s, key, rq, &r, err);
+    if (st == ZF_OK)
+        zf_http_response_free(&r);
+    return st;
+}
+
+static zf_status s3_erase(zf_store *s, const char *key, zf_err *err)
+{
+    zf_http_response r;
+    zf_status st =
+        request_rq((s3_store *)s, key, (zf_http_request){.kind = ZF_HTTP_DELETE}, &r, err);
+    if (st == ZF_OK)
+        zf_http_response_free(&r);
+    return st == ZF_ERR_NOT_FOUND ? ZF_OK : st; /* a 404 but NoSuchBucket: already gone */
 }
 
 unsigned zf_s3_list_max_keys;
@@ -170,7 +210,7 @@ static zf_status s3_list_dir(zf_store *s, const char *prefix, zf_store_listing *
         free(url);
         if (st != ZF_OK)
             break;
-        if ((st = answer_status(s3, what, &r, err)) == ZF_OK && r.status == 416)
+        if ((st = answer_status(s3, what, &r, false, err)) == ZF_OK && r.status == 416)
             st = zf_fail(err, ZF_ERR_IO, "%s: 416 to a listing", what);
         size_t n_raw = 0;
         char *next = NULL;
@@ -221,6 +261,9 @@ static const zf_store_ops s3_ops = {
     .stat = s3_stat,
     .list_dir = s3_list_dir,
     .destroy = s3_destroy,
+    .set = s3_set,
+    .erase = s3_erase,
+    .remove_dir = NULL, /* no directories in S3: the dispatcher answers ZF_OK */
 };
 
 static const char *env(const char *name)

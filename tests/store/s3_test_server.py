@@ -13,8 +13,13 @@ unsigned request, InvalidAccessKeyId, SignatureDoesNotMatch).
 
 Served: GET/HEAD of objects (files below DIRECTORY/BUCKET) with single byte ranges (a-b, a-, -n)
 and 416; 404 NoSuchKey / NoSuchBucket; ListObjectsV2 with prefix, delimiter, max-keys,
-continuation-token (tokens with "+", "/" and "=" in them). Keys with a segment "flaky"
-answer 503 SlowDown twice first (counted per key).
+continuation-token (tokens with "+", "/" and "=" in them). PUT of an object (stored as the file,
+parents made, replaced atomically; Content-Length required, a payload hash other than
+UNSIGNED-PAYLOAD checked against the body, "Expect: 100-continue" refused for bodies up to
+1 MiB, which clients have no reason to hold back), DELETE (204 whether or not it was there,
+empty parent folders removed). Keys with a segment "flaky" answer 503 SlowDown twice first
+(counted per method and key, GET and HEAD together), keys with a segment "broken" answer PUT and
+DELETE with 500 InternalError always.
 """
 import base64
 import datetime
@@ -128,7 +133,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.handle_request()
 
+    def do_PUT(self):
+        self.handle_request()
+
+    def do_DELETE(self):
+        self.handle_request()
+
     def handle_request(self):
+        body = None
+        if self.command == "PUT":
+            if "Content-Length" not in self.headers:
+                self.close_connection = True
+                return self.s3_error("MissingContentLength", 411, "You must provide the "
+                                     "Content-Length HTTP header.")
+            body = self.rfile.read(int(self.headers["Content-Length"]))
         raw_path, _, raw_query = self.path.partition("?")
         failure = self.check_signature(raw_path, raw_query)
         if failure:
@@ -139,12 +157,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         bdir = os.path.join(ROOT, bucket)
         if not bucket or "/" in bucket or not os.path.isdir(bdir):
             return self.s3_error("NoSuchBucket", 404, "The specified bucket does not exist")
-        if not key:
+        if not key and self.command in ("GET", "HEAD"):
             return self.list_objects(bdir, dict(parse_query(raw_query)))
+        counter = key if self.command in ("GET", "HEAD") else (self.command, key)
         with LOCK:
-            n = COUNTS[key] = COUNTS.get(key, 0) + 1
+            n = COUNTS[counter] = COUNTS.get(counter, 0) + 1
         if "flaky" in key.split("/") and n <= 2:
             return self.s3_error("SlowDown", 503, "Please reduce your request rate.")
+        if self.command == "PUT":
+            return self.put_object(bdir, key, body)
+        if self.command == "DELETE":
+            return self.delete_object(bdir, key)
         fpath = os.path.join(bdir, key)
         if key.endswith("/") or not os.path.isfile(fpath):
             return self.s3_error("NoSuchKey", 404, "The specified key does not exist.")
@@ -166,6 +189,52 @@ class Handler(http.server.BaseHTTPRequestHandler):
             headers.append(("Content-Range", "bytes %d-%d/%d" % (first, last, size)))
             return self.send(206, data[first:last + 1], headers)
         return self.send(200, data, headers)
+
+    def object_path(self, bdir, key):
+        """The file of key, or None (with an error sent) for a key this server cannot store."""
+        parts = key.split("/")
+        if not key or any(p in ("", ".", "..") for p in parts):
+            self.s3_error("InvalidArgument", 400, "this test server stores no such key")
+            return None
+        if "broken" in parts:
+            self.s3_error("InternalError", 500, "We encountered an internal error. Please try "
+                          "again.")
+            return None
+        return os.path.join(bdir, *parts)
+
+    def put_object(self, bdir, key, body):
+        sha = self.headers.get("x-amz-content-sha256", "")
+        if sha != "UNSIGNED-PAYLOAD" and sha != hashlib.sha256(body).hexdigest():
+            return self.s3_error("XAmzContentSHA256Mismatch", 400, "The provided "
+                                 "'x-amz-content-sha256' header does not match what was "
+                                 "computed.")
+        if self.headers.get("Expect", "").lower() == "100-continue" and len(body) <= 1 << 20:
+            return self.s3_error("InvalidArgument", 400, "Expect: 100-continue for a body of "
+                                 "%d bytes" % len(body))
+        fpath = self.object_path(bdir, key)
+        if fpath is None:
+            return
+        try:
+            os.makedirs(os.path.dirname(fpath), exist_ok=True)
+            tmp = "%s.tmp-%d" % (fpath, threading.get_ident())
+            with open(tmp, "wb") as f:
+                f.write(body)
+            os.replace(tmp, fpath)
+        except OSError as e:
+            return self.s3_error("InternalError", 500, "cannot store it here: %s" % e)
+        self.send(200, b"", [("ETag", '"%s"' % hashlib.md5(body).hexdigest())])
+
+    def delete_object(self, bdir, key):
+        fpath = self.object_path(bdir, key)
+        if fpath is None:
+            return
+        if os.path.isfile(fpath):
+            os.remove(fpath)
+            d = os.path.dirname(fpath)
+            while d != bdir and not os.listdir(d):
+                os.rmdir(d)
+                d = os.path.dirname(d)
+        self.send(204)
 
     def list_objects(self, bdir, q):
         if q.get("list-type") != "2":

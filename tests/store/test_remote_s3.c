@@ -1,7 +1,8 @@
 /* End-to-end tests of the S3 store against s3_test_server.py on 127.0.0.1, which checks every
  * SigV4 signature as S3 does (s3rver 3.7.1 checks none): keys and list parameters that need
  * encoding, ranges, ListObjectsV2 pages, session tokens, profiles, and the errors a mount must
- * report (bad secret, wrong region, missing bucket, anonymous refused). */
+ * report (bad secret, wrong region, missing bucket, anonymous refused); and writes: PUT and
+ * DELETE, signed the same way, retried after 5xx. */
 #include <check.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -285,10 +286,190 @@ START_TEST(s3_errors_and_profiles)
 }
 END_TEST
 
+/* The bytes of the server's file for rel (below root), or NULL when there is none. */
+static uint8_t *server_file(const char *rel, size_t *n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, len = 0;
+    uint8_t *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    size_t r;
+    while ((r = fread(buf + len, 1, cap - len, f)) > 0) {
+        len += r;
+        if (len == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            ck_assert_ptr_nonnull(buf);
+        }
+    }
+    fclose(f);
+    *n = len;
+    return buf;
+}
+
+static void expect_server_file(const char *rel, const void *want, size_t n)
+{
+    size_t len;
+    uint8_t *got = server_file(rel, &len);
+    ck_assert_msg(got != NULL, "%s: not stored", rel);
+    ck_assert_uint_eq(len, n);
+    ck_assert(n == 0 || memcmp(got, want, n) == 0);
+    free(got);
+}
+
+static void s3_set_ok(zf_store *s, const char *key, const void *data, size_t n)
+{
+    zf_err err = {""};
+    ck_assert_msg(zf_store_set(s, key, data, n, &err) == ZF_OK, "%s: %s", key, err.msg);
+}
+
+START_TEST(s3_writes)
+{
+    setup_env();
+    setenv("AWS_SESSION_TOKEN", TOKEN, 1); /* signed with the token, as reads are */
+    test_server sv;
+    if (!start(&sv, TOKEN))
+        return;
+    zf_store *s;
+    zf_err err = {""};
+    zf_store_options o = {.retries = 3};
+    ck_assert_msg(open_s3(&sv, "s3://zbucket/data.zarr", &o, &s, &err) == ZF_OK, "%s", err.msg);
+    ck_assert(zf_store_is_writable(s));
+    /* round trips: new, replaced, empty */
+    s3_set_ok(s, "new/0.0", pattern, CHUNK);
+    expect_get(s, "new/0.0", pattern, CHUNK);
+    expect_server_file("zbucket/data.zarr/new/0.0", pattern, CHUNK);
+    s3_set_ok(s, "new/0.0", "short", 5);
+    expect_get(s, "new/0.0", "short", 5);
+    s3_set_ok(s, ".zgroup", "{\"zarr_format\": 2, \"x\": 1}", 26);
+    expect_get(s, ".zgroup", "{\"zarr_format\": 2, \"x\": 1}", 26);
+    s3_set_ok(s, "new/empty", "", 0);
+    expect_get(s, "new/empty", "", 0);
+    expect_server_file("zbucket/data.zarr/new/empty", "", 0);
+    s3_set_ok(s, "a/0.0", NULL, 0);
+    expect_get(s, "a/0.0", "", 0);
+    /* keys that need encoding, as the signature wants them */
+    const char *odd[] = {"a b/x&y+z=w 2", "caf\xc3\xa9/~t%2", "sp%20ace", "q?x=1#f", "semi;colon,"};
+    for (size_t i = 0; i < sizeof odd / sizeof *odd; i++) {
+        s3_set_ok(s, odd[i], odd[i], strlen(odd[i]));
+        expect_get(s, odd[i], odd[i], strlen(odd[i]));
+        char rel[128];
+        snprintf(rel, sizeof rel, "zbucket/data.zarr/%s", odd[i]);
+        expect_server_file(rel, odd[i], strlen(odd[i]));
+    }
+    zf_store_listing l;
+    ck_assert_int_eq(zf_store_list_dir(s, "new", &l, &err), ZF_OK);
+    ck_assert_uint_eq(l.n, 2);
+    ck_assert_int_eq(entry(&l, "0.0"), 1);
+    zf_store_listing_free(&l);
+    /* a value above libcurl's 1 MiB threshold for "Expect: 100-continue" */
+    size_t big_n = (3u << 20) + 17;
+    uint8_t *big = malloc(big_n);
+    ck_assert_ptr_nonnull(big);
+    for (size_t i = 0; i < big_n; i++)
+        big[i] = (uint8_t)(i * 31 + (i >> 12));
+    s3_set_ok(s, "big/0", big, big_n);
+    expect_server_file("zbucket/data.zarr/big/0", big, big_n);
+    /* erase: present, absent, then nothing listed */
+    ck_assert_int_eq(zf_store_erase(s, "new/0.0", &err), ZF_OK);
+    zf_bytes b;
+    ck_assert_int_eq(zf_store_get(s, "new/0.0", &b, &err), ZF_ERR_NOT_FOUND);
+    ck_assert_int_eq(zf_store_erase(s, "new/0.0", &err), ZF_OK);
+    ck_assert_int_eq(zf_store_erase(s, "never/there", &err), ZF_OK);
+    ck_assert_int_eq(zf_store_erase(s, "new/empty", &err), ZF_OK);
+    ck_assert_int_eq(zf_store_list_dir(s, "new", &l, &err), ZF_ERR_NOT_FOUND);
+    /* no directories: remove_dir has nothing to do, and sends nothing */
+    zf_store_stats st0, st;
+    zf_store_get_stats(s, &st0);
+    ck_assert_int_eq(zf_store_remove_dir(s, "new", &err), ZF_OK);
+    ck_assert_int_eq(zf_store_remove_dir(s, "a", &err), ZF_OK);
+    expect_get(s, "a/.zarray", "{}", 2);
+    zf_store_get_stats(s, &st);
+    ck_assert_uint_eq(st.writes, st0.writes);
+    /* 503 SlowDown twice, then stored whole; a DELETE likewise */
+    s3_set_ok(s, "flaky/new", big, 100000);
+    zf_store_get_stats(s, &st);
+    ck_assert_uint_eq(st.retries - st0.retries, 2);
+    expect_server_file("zbucket/data.zarr/flaky/new", big, 100000);
+    ck_assert_int_eq(zf_store_erase(s, "flaky/new", &err), ZF_OK);
+    zf_store_get_stats(s, &st);
+    ck_assert_uint_eq(st.retries - st0.retries, 4);
+    ck_assert_ptr_null(server_file("zbucket/data.zarr/flaky/new", &big_n));
+    /* 500 every time: retried, then the server's answer, naming the key */
+    ck_assert_int_eq(zf_store_set(s, "broken/k", (const uint8_t *)"x", 1, &err), ZF_ERR_IO);
+    ck_assert_msg(strstr(err.msg, "broken/k: 500 Internal Server Error after 3 retries"),
+                  "%s", err.msg);
+    ck_assert_int_eq(zf_store_erase(s, "broken/k", &err), ZF_ERR_IO);
+    zf_store_get_stats(s, &st);
+    ck_assert_uint_eq(st.retries - st0.retries, 10);
+    ck_assert_uint_eq(st.writes - st0.writes, 4);
+    ck_assert_uint_eq(st.bytes_written - st0.bytes_written, 100000);
+    ck_assert_uint_eq(st.errors - st0.errors, 2);
+    zf_store_close(s);
+    /* a missing bucket is an error for writes too */
+    o = (zf_store_options){.retries = 0};
+    ck_assert_int_eq(open_s3(&sv, "s3://nobucket/data.zarr", &o, &s, &err), ZF_OK);
+    ck_assert_int_eq(zf_store_set(s, "k", (const uint8_t *)"x", 1, &err), ZF_ERR_IO);
+    ck_assert_msg(strstr(err.msg, "bucket \"nobucket\" does not exist"), "%s", err.msg);
+    ck_assert_int_eq(zf_store_erase(s, "k", &err), ZF_ERR_IO);
+    ck_assert_msg(strstr(err.msg, "bucket \"nobucket\" does not exist"), "%s", err.msg);
+    zf_store_close(s);
+    free(big);
+    test_server_stop(&sv);
+    cleanup();
+}
+END_TEST
+
+START_TEST(s3_write_errors)
+{
+    setup_env();
+    test_server sv;
+    if (!start(&sv, NULL))
+        return;
+    zf_store *s;
+    zf_err err = {""};
+    zf_store_options o = {0};
+    /* a wrong secret: access denied, naming where the credentials came from, never the secret */
+    setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret", 1);
+    ck_assert_int_eq(open_s3(&sv, "s3://zbucket/data.zarr", &o, &s, &err), ZF_OK);
+    ck_assert_int_eq(zf_store_set(s, "a/1.0", pattern, 100, &err), ZF_ERR_IO);
+    ck_assert_msg(strstr(err.msg, "a/1.0: access denied, 403 Forbidden (SignatureDoesNotMatch") &&
+                      strstr(err.msg, "environment"),
+                  "%s", err.msg);
+    ck_assert_msg(!strstr(err.msg, "wrong-secret") && !strstr(err.msg, SECRET), "%s", err.msg);
+    ck_assert_int_eq(zf_store_erase(s, "a/0.0", &err), ZF_ERR_IO);
+    ck_assert_msg(strstr(err.msg, "access denied") && !strstr(err.msg, "wrong-secret"), "%s",
+                  err.msg);
+    zf_store_close(s);
+    ck_assert_ptr_null(server_file("zbucket/data.zarr/a/1.0", &(size_t){0}));
+    expect_server_file("zbucket/data.zarr/a/0.0", pattern, CHUNK);
+    setenv("AWS_SECRET_ACCESS_KEY", SECRET, 1);
+    /* anonymous: tried, and the server's refusal reported (not ZF_ERR_READONLY) */
+    o.anonymous = true;
+    ck_assert_int_eq(open_s3(&sv, "s3://zbucket/data.zarr", &o, &s, &err), ZF_OK);
+    ck_assert(zf_store_is_writable(s));
+    ck_assert_int_eq(zf_store_set(s, "a/1.0", pattern, 100, &err), ZF_ERR_IO);
+    ck_assert_msg(strstr(err.msg, "access denied, 403 Forbidden (AccessDenied: Access Denied) "
+                                  "with no credentials (-o anonymous)"),
+                  "%s", err.msg);
+    ck_assert_int_eq(zf_store_erase(s, "a/0.0", &err), ZF_ERR_IO);
+    zf_store_close(s);
+    expect_server_file("zbucket/data.zarr/a/0.0", pattern, CHUNK);
+    test_server_stop(&sv);
+    cleanup();
+}
+END_TEST
+
 TCase *store_s3_tcase(void)
 {
     TCase *tc = tcase_create("s3");
     tcase_add_test(tc, s3_signed_requests);
     tcase_add_test(tc, s3_errors_and_profiles);
+    tcase_add_test(tc, s3_writes);
+    tcase_add_test(tc, s3_write_errors);
     return tc;
 }
