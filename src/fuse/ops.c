@@ -87,6 +87,31 @@ static void reply_status(fuse_req_t req, zf_status st, const zf_err *err, const 
     fuse_reply_err(req, zf_errno(st));
 }
 
+/* Reply to a failed change (write, truncate, mkdir, setxattr, ...): an invalid request is
+ * EINVAL (not EIO, as for invalid stored data); what the caller asked for wrongly (exists, not
+ * empty, not permitted) is logged at info level only. */
+static void reply_change(fuse_req_t req, zf_status st, const zf_err *err, const char *what)
+{
+    switch (st) {
+    case ZF_ERR_INVALID:
+        replies_failed++;
+        zf_log_error("%s: %s", what, err && err->msg[0] ? err->msg : "invalid");
+        fuse_reply_err(req, EINVAL);
+        return;
+    case ZF_ERR_EXISTS:
+    case ZF_ERR_NOT_EMPTY:
+    case ZF_ERR_PERMISSION:
+    case ZF_ERR_NOT_DIR:
+    case ZF_ERR_IS_DIR:
+    case ZF_ERR_READONLY:
+        replies_failed++;
+        zf_log_info("%s: %s", what, err && err->msg[0] ? err->msg : zf_status_str(st));
+        fuse_reply_err(req, zf_errno(st));
+        return;
+    default: reply_status(req, st, err, what);
+    }
+}
+
 static zf_node *node_of(fuse_req_t req, fuse_ino_t ino)
 {
     zf_node *n = zf_hierarchy_node(H(req), ino);
@@ -293,7 +318,7 @@ static void reply_done(fuse_req_t req, zf_status st, const zf_err *err, const ch
     if (st == ZF_OK)
         fuse_reply_err(req, 0);
     else
-        reply_status(req, st, err, what);
+        reply_change(req, st, err, what);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -368,15 +393,15 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     if (write && refuse_readonly(req))
         return;
     zf_err err = {""};
-    zf_status st = ZF_OK;
-    if (!n->pending) {
-        zf_array *a;
-        st = zf_hierarchy_array(H(req), n, &a, &err);
-        if (st == ZF_OK && write && (fi->flags & O_TRUNC))
-            st = zf_hierarchy_resize(H(req), n, 0, &err);
-    }
+    zf_array *a;
+    zf_status st = n->pending ? ZF_OK : zf_hierarchy_array(H(req), n, &a, &err);
     if (st != ZF_OK) {
         reply_status(req, st, &err, n->path);
+        return;
+    }
+    if (!n->pending && write && (fi->flags & O_TRUNC) &&
+        (st = zf_hierarchy_resize(H(req), n, 0, &err)) != ZF_OK) {
+        reply_change(req, st, &err, n->path);
         return;
     }
     fi->fh = (uintptr_t)n;
@@ -438,7 +463,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
         char what[600];
         snprintf(what, sizeof what, "%s: write of %zu bytes at %lld", n->path, size,
                  (long long)off);
-        reply_status(req, st, &err, what);
+        reply_change(req, st, &err, what);
         return;
     }
     fuse_reply_write(req, size);
@@ -466,7 +491,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
             char what[600];
             snprintf(what, sizeof what, "%s: truncate to %lld bytes", n->path,
                      (long long)attr->st_size);
-            reply_status(req, st, &err, what);
+            reply_change(req, st, &err, what);
             return;
         }
     }
@@ -516,7 +541,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
     zf_err err = {""};
     zf_status st = zf_hierarchy_create(H(req), dir, name, &n, &err);
     if (st != ZF_OK)
-        reply_status(req, st, &err, name);
+        reply_change(req, st, &err, name);
     else
         reply_new_entry(req, n, fi);
 }
@@ -535,7 +560,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
     zf_err err = {""};
     zf_status st = zf_hierarchy_create(H(req), dir, name, &n, &err);
     if (st != ZF_OK)
-        reply_status(req, st, &err, name);
+        reply_change(req, st, &err, name);
     else
         reply_new_entry(req, n, NULL);
 }
@@ -549,7 +574,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
     zf_err err = {""};
     zf_status st = zf_hierarchy_mkdir(H(req), dir, name, &n, &err);
     if (st != ZF_OK)
-        reply_status(req, st, &err, name);
+        reply_change(req, st, &err, name);
     else
         reply_new_entry(req, n, NULL);
 }
@@ -749,14 +774,19 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
     else
         st = zf_fail(&err, ZF_ERR_UNSUPPORTED, "only user.zarr.attributes and "
                      "user.zarr.metadata can be set");
-    if (st == ZF_ERR_INVALID) /* a bad document: EINVAL, not EIO */
-        zf_log_error("%s: %s: %s", n->path[0] ? n->path : "/", name, err.msg);
-    if (st == ZF_ERR_INVALID) {
-        atomic_fetch_add(&replies_failed, 1);
-        fuse_reply_err(req, EINVAL);
+    char what[600];
+    snprintf(what, sizeof what, "%s: %s", n->path[0] ? n->path : "/", name);
+    reply_done(req, st, &err, what);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                      const char *newname, unsigned int flags)
+{
+    (void)parent, (void)newparent, (void)newname, (void)flags;
+    if (refuse_readonly(req))
         return;
-    }
-    reply_done(req, st, &err, n->path[0] ? n->path : "/");
+    zf_log_info("%s: renaming Zarr nodes is not supported", name);
+    fuse_reply_err(req, EPERM);
 }
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
@@ -801,6 +831,7 @@ const struct fuse_lowlevel_ops zf_fuse_ops = {
     .rmdir = op_rmdir,
     .unlink = op_unlink,
     .removexattr = op_removexattr,
+    .rename = op_rename,
     .destroy = op_destroy,
     .getxattr = op_getxattr,
     .listxattr = op_listxattr,

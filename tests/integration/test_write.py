@@ -190,7 +190,8 @@ class V2Codecs(zf.TestCase):
                     self.assertIn("3.1", keys)
                     self.assertFalse([k for k in keys if ".zarrfs-" in k], "temporary files left")
             # Edge chunks carry the fill value outside the array (raw chunks: read the bytes).
-            raw = np.frombuffer(open(os.path.join(store, "raw", "4.2"), "rb").read(), "<f4")
+            with open(os.path.join(store, "raw", "4.2"), "rb") as f:
+                raw = np.frombuffer(f.read(), "<f4")
             raw = raw.reshape(CHUNKS)
             self.assertTrue(np.all(raw[5:, :] == -1.5) and np.all(raw[:, 9:] == -1.5),
                             "outside the array the edge chunk must hold the fill value")
@@ -290,7 +291,8 @@ class V3Codecs(zf.TestCase):
                             self.assertTrue(zr[name].get("ok"), zr[name].get("error"))
                             self.assertBytesEqual(zr[name]["data"], want, name + " by zarrita")
                         self.assertBytesEqual(zf.read_all(m.path(name)), want, name + " remounted")
-                        meta = json.loads(open(os.path.join(store, name, "zarr.json")).read())
+                        with open(os.path.join(store, name, "zarr.json")) as f:
+                            meta = json.load(f)
                         self.assertEqual(meta["attributes"], {"made": "by zarrfs"})
             # the fill-only chunk (1, 1) is not stored; for shards, its inner chunk is left out
             self.assertFalse(os.path.exists(os.path.join(store, "gzip", "c", "1", "1")))
@@ -439,7 +441,8 @@ class Hierarchy(zf.TestCase):
                     v3_doc("int16", (6,), (4,), 0, [BYTES])).encode())
                 with open(p, "r+b") as f:
                     f.write(np.arange(6, dtype="<i2").tobytes())
-            doc = json.load(open(os.path.join(store, "grp", "zarr.json")))
+            with open(os.path.join(store, "grp", "zarr.json")) as f:
+                doc = json.load(f)
             self.assertEqual((doc["node_type"], doc["attributes"]), ("group", {"x": 1}))
             zr = zarrita_read(store, ["grp/arr"], os.path.join(tmp, "zr"))
             self.assertBytesEqual(zr["grp/arr"]["data"], np.arange(6, dtype="<i2").tobytes(),
