@@ -2,7 +2,7 @@
 """The daemon as file-system daemons run (issue 6): failed mounts reported before backgrounding,
 syslog when in the background, -o log_level, clean unmount on signals, systemd's readiness
 notification, the .zarrfs-stats file and -o stats_log, values of extended attributes over Linux's
-64 KiB limit, -o rw from mount(8)."""
+64 KiB limit, -o rw mounting read-write."""
 
 import errno
 import json
@@ -336,16 +336,26 @@ class Daemon(zfmount.TestCase):
             self.assertEqual(json.loads(small), {})
         log("  200 kB attributes: E2BIG, then 4 pieces that concatenate to the document")
 
-    def test_08_rw_from_mount_is_read_only(self):
-        """mount(8) passes -o rw unless told ro: zarrfs warns and stays read-only."""
+    def test_08_rw_mounts_read_write(self):
+        """-o rw (what mount(8) passes unless told ro) mounts read-write: no warning, "rw" in
+        the mount's options, and a write lands in the store (read back by zarr-python); without
+        it the mount is "ro" and writes fail with EROFS."""
         store = make_store("rw")
         with zfmount.Mount(store, options=["rw"], label="rw") as m:
-            self.assertIn("read-only", m.stderr_text())
-            self.assertErrno(errno.EROFS, lambda: open(m.path("a"), "r+b"))
+            self.assertNotIn("read-only", m.stderr_text())
             with open("/proc/self/mountinfo") as f:  # field 6: the mount's options
                 opts = [l.split()[5] for l in f if l.split()[4] == os.path.realpath(m.mnt)]
+            self.assertTrue(opts and "rw" in opts[-1].split(","), opts)
+            with open(m.path("a"), "r+b") as f:
+                f.seek(4 * 31)
+                f.write(np.array([-5], "<i4").tobytes())
+        self.assertEqual(zarr.open_array(os.path.join(store, "a"), "r")[1, 1], -5)
+        with zfmount.Mount(store, label="ro") as m:
+            self.assertErrno(errno.EROFS, lambda: open(m.path("a"), "r+b"))
+            with open("/proc/self/mountinfo") as f:
+                opts = [l.split()[5] for l in f if l.split()[4] == os.path.realpath(m.mnt)]
             self.assertTrue(opts and "ro" in opts[-1].split(","), opts)
-        log("  -o rw: warned, mounted ro, writes EROFS")
+        log("  -o rw: mounted rw, a write stored; without it: ro, EROFS")
 
     def test_09_metadata_ttl(self):
         """-o metadata_ttl=4: within the TTL the old metadata and listing are served; after it,

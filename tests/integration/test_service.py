@@ -890,7 +890,7 @@ class MountHelper(zfmount.TestCase):
         """mount -t fuse.zarrfs STORE MNT -o <the options of mnt-zarr.mount>: mounted read-only
         as fuse.zarrfs with the store as source, reads right, fusermount3 -u ends it; also with
         _netdev,nofail (ended by umount), zarrfs options, and no options at all (mount(8) then
-        passes rw: the mount must stay read-only)."""
+        passes rw: the mount is read-write, as for any file system)."""
         with open(os.path.join(UNITS, "mnt-zarr.mount")) as f:
             unit_opts = re.search(r"^Options=(.*)$", f.read(), re.M).group(1)
         # mount(8) notes _netdev in /run/mount/utab, which only umount(8) clears
@@ -898,7 +898,7 @@ class MountHelper(zfmount.TestCase):
         cases = [(["-o", unit_opts], ("ro", "allow_other"), fuse_u),
                  (["-o", unit_opts + ",_netdev,nofail"], ("ro", "allow_other"), umount),
                  (["-o", "ro,cache_size=16M,threads=2,log_level=info"], ("ro",), fuse_u),
-                 ([], ("ro",), fuse_u)]
+                 ([], ("rw",), fuse_u)]
         for extra, want_opts, unmount in cases:
             with self.subTest(options=extra):
                 argv, options = self.mounted_and_reads(
