@@ -191,6 +191,16 @@ zf_status zf_inflate_stream(const char *codec, int window_bits, const uint8_t *i
                             uint8_t *out, size_t cap, size_t base, size_t total, size_t *used,
                             size_t *produced, zf_err *err);
 
+/* Deflate in[0..in_len) as one zlib (window_bits 15) or raw (-15) stream at `level`, memory level
+ * 8, default strategy, into *out (malloc'd): `head` bytes left free before the stream, the
+ * stream (*produced bytes), and room for `tail` more bytes after it. finish_only: one Z_FINISH
+ * pass (zlib.compress); else Z_NO_FLUSH over the input, then Z_FINISH (a zlib.compressobj's
+ * compress() then flush(), as GzipFile writes). Errors: ZF_ERR_NOMEM, ZF_ERR_INVALID (message
+ * names the codec). Shared by zlib.c and gzip.c. */
+zf_status zf_deflate_stream(const char *codec, int level, int window_bits, bool finish_only,
+                            const uint8_t *in, size_t in_len, size_t head, size_t tail,
+                            uint8_t **out, size_t *produced, zf_err *err);
+
 /* --- Zarr v3 codec lists (v3.c, bytes.c, sharding.c) --- */
 
 /* Sharding codecs nest (an inner chain may shard again); deeper lists are refused. */
