@@ -326,6 +326,9 @@ static const ecase filter_cases[] = {
      F_LOSSY | F_IDEMP},
     {"{\"id\": \"quantize\", \"digits\": 2, \"dtype\": \"<f2\"}", "<f2", 999, G_RANGE, -10, 10, 0,
      F_LOSSY | F_IDEMP},
+    /* float16 arithmetic: 128 * x overflows to inf beyond 512, as in NumPy */
+    {"{\"id\": \"quantize\", \"digits\": 2, \"dtype\": \"<f2\"}", "<f2", 300, G_RANGE, -1000, 1000,
+     0, F_LOSSY},
     {"{\"id\": \"quantize\", \"digits\": 6, \"dtype\": \"<f2\", \"astype\": \"<f4\"}", "<f2", 99,
      G_RANGE, -10, 10, 0, F_LOSSY | F_IDEMP},
     {"{\"id\": \"quantize\", \"digits\": -1, \"dtype\": \"<f8\", \"astype\": \"<f2\"}", "<f8", 99,
