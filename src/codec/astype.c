@@ -1,5 +1,6 @@
 /* astype.c — numcodecs "astype": elements stored as encode_dtype, decoded with NumPy's
- * enc.astype(decode_dtype) (numeric casts as zf_dtype_store does them). */
+ * enc.astype(decode_dtype) and encoded with dec.astype(encode_dtype) (numeric casts as
+ * zf_dtype_store does them). */
 #include "codec_impl.h"
 
 static const zf_codec_ops astype_ops = {
@@ -9,6 +10,7 @@ static const zf_codec_ops astype_ops = {
     .decode = zf_dtype_filter_cast_decode,
     .destroy = zf_codec_destroy_plain,
     .decoded_size = zf_dtype_filter_decoded_size,
+    .encode = zf_dtype_filter_cast_encode,
 };
 
 zf_status zf_codec_astype_new(yajl_val cfg, zf_codec **out, zf_err *err)

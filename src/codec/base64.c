@@ -1,6 +1,7 @@
 /* base64.c — numcodecs "base64": standard base64 text, decoded as Python's
  * base64.standard_b64decode (binascii.a2b_base64, non-strict): characters outside the alphabet
- * are skipped, a complete pad ends the data, an incomplete final group is an error. */
+ * are skipped, a complete pad ends the data, an incomplete final group is an error. Encoding is
+ * base64.standard_b64encode: one line, '=' padding. */
 #include "codec_impl.h"
 #include "zarrfs/json.h"
 
@@ -52,6 +53,42 @@ static zf_status base64_decode(const zf_codec *c, const zf_chunk_repr *decoded, 
     return ZF_OK;
 }
 
+static zf_status base64_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                               size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
+                               zf_err *err)
+{
+    (void)c;
+    (void)decoded;
+    (void)flags;
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (in_len / 3 >= SIZE_MAX / 4 - 1)
+        return zf_fail(err, ZF_ERR_INVALID, "base64: chunk too large");
+    size_t n = (in_len + 2) / 3 * 4;
+    uint8_t *o = zf_enc_alloc(n);
+    if (!o)
+        return ZF_ERR_NOMEM;
+    uint8_t *p = o;
+    size_t i = 0;
+    for (; i + 3 <= in_len; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        *p++ = (uint8_t)alphabet[v >> 18];
+        *p++ = (uint8_t)alphabet[(v >> 12) & 63];
+        *p++ = (uint8_t)alphabet[(v >> 6) & 63];
+        *p++ = (uint8_t)alphabet[v & 63];
+    }
+    if (i < in_len) {
+        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < in_len ? (uint32_t)in[i + 1] << 8 : 0);
+        *p++ = (uint8_t)alphabet[v >> 18];
+        *p++ = (uint8_t)alphabet[(v >> 12) & 63];
+        *p++ = i + 1 < in_len ? (uint8_t)alphabet[(v >> 6) & 63] : '=';
+        *p++ = '=';
+    }
+    *out = o;
+    *out_len = n;
+    return ZF_OK;
+}
+
 static const zf_codec_ops base64_ops = {
     .name = "base64",
     .kind = ZF_CODEC_BYTES_TO_BYTES,
@@ -59,6 +96,7 @@ static const zf_codec_ops base64_ops = {
     .decode = base64_decode,
     .destroy = zf_codec_destroy_plain,
     .decoded_size = base64_size,
+    .encode = base64_encode,
 };
 
 zf_status zf_codec_base64_new(yajl_val cfg, zf_codec **out, zf_err *err)

@@ -3,7 +3,12 @@
  *
  * c-blosc's decompressor reads as far as the header's cbytes says, so the header is checked
  * against the real sizes first (nbytes == out_len, cbytes == in_len, blosc_cbuffer_validate).
- * blosc_decompress_ctx with one thread keeps no global state and is safe from many threads. */
+ * blosc_decompress_ctx with one thread keeps no global state and is safe from many threads.
+ *
+ * Encoding is numcodecs' blosc.compress: blosc_compress_ctx (one thread) with cname, clevel,
+ * shuffle (-1, AUTOSHUFFLE: bit shuffle for 1-byte items, else byte shuffle), blocksize (0:
+ * automatic) and typesize the configuration's, else the item size of the array it is given
+ * (numcodecs passes the buffer's itemsize), into nbytes + BLOSC_MAX_OVERHEAD bytes. */
 #include <blosc.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,12 +56,46 @@ static zf_status blosc_decode(const zf_codec *c, const zf_chunk_repr *decoded, c
     return ZF_OK;
 }
 
+static zf_status blosc_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                              size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
+                              zf_err *err)
+{
+    (void)flags;
+    const blosc_codec *b = (const blosc_codec *)c;
+    if (blosc_compname_to_compcode(b->cname) < 0)
+        return zf_fail(err, ZF_ERR_INVALID, "blosc: \"cname\": compressor \"%s\" is not supported",
+                       b->cname);
+    if (in_len > BLOSC_MAX_BUFFERSIZE)
+        return zf_fail(err, ZF_ERR_INVALID, "blosc: %zu bytes is more than one buffer can hold",
+                       in_len);
+    size_t typesize = b->typesize > 0 ? (size_t)b->typesize : decoded->dtype.itemsize;
+    if (typesize == 0)
+        typesize = 1;
+    int shuffle = b->shuffle;
+    if (shuffle == -1)
+        shuffle = typesize == 1 ? BLOSC_BITSHUFFLE : BLOSC_SHUFFLE;
+    size_t cap = in_len + BLOSC_MAX_OVERHEAD;
+    uint8_t *buf = zf_enc_alloc(cap);
+    if (!buf)
+        return ZF_ERR_NOMEM;
+    int r = blosc_compress_ctx(b->clevel, shuffle, typesize, in_len, in, buf, cap, b->cname,
+                               (size_t)b->blocksize, 1);
+    if (r <= 0) {
+        free(buf);
+        return zf_fail(err, ZF_ERR_INVALID, "blosc: compression failed (%d)", r);
+    }
+    *out = buf;
+    *out_len = (size_t)r;
+    return ZF_OK;
+}
+
 static const zf_codec_ops blosc_ops = {
     .name = "blosc",
     .kind = ZF_CODEC_BYTES_TO_BYTES,
     .resolve = zf_resolve_compressed,
     .decode = blosc_decode,
     .destroy = zf_codec_destroy_plain,
+    .encode = blosc_encode,
 };
 
 zf_status zf_codec_blosc_new(yajl_val cfg, zf_codec **out, zf_err *err)

@@ -1,6 +1,7 @@
 /* bz2.c — numcodecs "bz2": bzip2 data as Python's bz2.decompress reads it: one or more streams
  * back to back; after the first, bytes that are not a valid stream are ignored. Output is
- * bounded by the caller's buffer (one probe byte detects "more would follow"). */
+ * bounded by the caller's buffer (one probe byte detects "more would follow"). Encoding is
+ * bz2.compress(data, level): one stream, block size `level` x 100k, work factor 0 (default). */
 #include <bzlib.h>
 #include <limits.h>
 #include <string.h>
@@ -119,12 +120,69 @@ static zf_status bz2_decode(const zf_codec *c, const zf_chunk_repr *decoded, con
     return ZF_OK;
 }
 
+static zf_status bz2_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                            size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
+                            zf_err *err)
+{
+    (void)decoded;
+    (void)flags;
+    const bz2_codec *b = (const bz2_codec *)c;
+    bz_stream s;
+    memset(&s, 0, sizeof s);
+    int rc = BZ2_bzCompressInit(&s, b->level, 0, 0);
+    if (rc != BZ_OK)
+        return rc == BZ_MEM_ERROR ? ZF_ERR_NOMEM
+                                  : zf_fail(err, ZF_ERR_INVALID, "bz2: init failed (%d)", rc);
+    /* bzip2's documented worst case: 1% larger plus 600 bytes. */
+    size_t cap = in_len + in_len / 100 + 600, in_given = 0, out_given = 0;
+    uint8_t *buf = zf_enc_alloc(cap);
+    zf_status st = buf ? ZF_OK : ZF_ERR_NOMEM;
+    while (st == ZF_OK) {
+        if (s.avail_in == 0 && in_given < in_len) {
+            size_t n = in_len - in_given < UINT_MAX ? in_len - in_given : UINT_MAX;
+            s.next_in = (char *)(uintptr_t)(in + in_given);
+            s.avail_in = (unsigned)n;
+            in_given += n;
+        }
+        if (s.avail_out == 0) {
+            if (out_given == cap) {
+                size_t ncap = cap + cap / 2 + 64;
+                uint8_t *nb = realloc(buf, ncap);
+                if (!nb) {
+                    st = ZF_ERR_NOMEM;
+                    break;
+                }
+                buf = nb;
+                cap = ncap;
+            }
+            size_t n = cap - out_given < UINT_MAX ? cap - out_given : UINT_MAX;
+            s.next_out = (char *)buf + out_given;
+            s.avail_out = (unsigned)n;
+            out_given += n;
+        }
+        rc = BZ2_bzCompress(&s, in_given == in_len ? BZ_FINISH : BZ_RUN);
+        if (rc == BZ_STREAM_END)
+            break;
+        if (rc != BZ_RUN_OK && rc != BZ_FINISH_OK)
+            st = zf_fail(err, ZF_ERR_INVALID, "bz2: compression failed (%d)", rc);
+    }
+    BZ2_bzCompressEnd(&s);
+    if (st != ZF_OK) {
+        free(buf);
+        return st;
+    }
+    *out = buf;
+    *out_len = out_given - s.avail_out;
+    return ZF_OK;
+}
+
 static const zf_codec_ops bz2_ops = {
     .name = "bz2",
     .kind = ZF_CODEC_BYTES_TO_BYTES,
     .resolve = zf_resolve_compressed,
     .decode = bz2_decode,
     .destroy = zf_codec_destroy_plain,
+    .encode = bz2_encode,
 };
 
 zf_status zf_codec_bz2_new(yajl_val cfg, zf_codec **out, zf_err *err)

@@ -127,6 +127,36 @@ zf_status zf_dtype_filter_cast_decode(const zf_codec *c, const zf_chunk_repr *de
                                       const uint8_t *in, size_t in_len, uint8_t *out,
                                       size_t out_len, zf_err *err);
 
+/* --- encoding (zf_codec_ops.encode) --- */
+
+/* malloc(n), at least one byte, so an empty result is still a valid allocation. */
+uint8_t *zf_enc_alloc(size_t n);
+
+/* Elements of the filter's decoded type `dec` in in_len input bytes. Errors: ZF_ERR_INVALID
+ * naming the codec. */
+zf_status zf_dtype_filter_encode_count(const zf_codec *c, size_t in_len, size_t *n, zf_err *err);
+
+/* Encode of a filter whose stored elements are a plain NumPy cast of the decoded ones
+ * (astype: dec.astype(enc)). */
+zf_status zf_dtype_filter_cast_encode(const zf_codec *c, const zf_chunk_repr *decoded,
+                                      const uint8_t *in, size_t in_len, unsigned flags,
+                                      uint8_t **out, size_t *out_len, zf_err *err);
+
+/* NumPy 1.24's value-based casting: the type of `array of type a` OP `Python scalar v`, where
+ * v was written as an integer (is_int) or a float. a is of kind b, i, u or f. When the scalar's
+ * kind (bool < integer < float) is above the array's, the scalar's own type (int64, float64);
+ * else np.promote_types(a, np.min_scalar_type(v)), a small non-negative integer counting as
+ * signed against a signed or float array. The result is native. */
+void zf_dtype_promote_scalar(const zf_dtype *a, double v, bool is_int, zf_dtype *out);
+
+/* One NumPy ufunc step on two values already of type t (kinds b, i, u, m, f; native loop):
+ * op '-' '+' '*' '/'. Integers wrap to t's width, float16 and float32 compute in float32 and
+ * round to t; for booleans '-' is not_equal (np.diff's rule) and '*' is and. */
+zf_num zf_num_arith(const zf_dtype *t, char op, zf_num a, zf_num b);
+
+/* np.rint of a value of type t (round half to even; integers unchanged). */
+zf_num zf_num_rint(const zf_dtype *t, zf_num a);
+
 /* A short typestr for messages ("<f8"); buf of at least 32 bytes. */
 const char *zf_dtype_str(const zf_dtype *dt, char *buf);
 
@@ -160,6 +190,16 @@ uint32_t zf_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 zf_status zf_inflate_stream(const char *codec, int window_bits, const uint8_t *in, size_t in_len,
                             uint8_t *out, size_t cap, size_t base, size_t total, size_t *used,
                             size_t *produced, zf_err *err);
+
+/* Deflate in[0..in_len) as one zlib (window_bits 15) or raw (-15) stream at `level`, memory level
+ * 8, default strategy, into *out (malloc'd): `head` bytes left free before the stream, the
+ * stream (*produced bytes), and room for `tail` more bytes after it. finish_only: one Z_FINISH
+ * pass (zlib.compress); else Z_NO_FLUSH over the input, then Z_FINISH (a zlib.compressobj's
+ * compress() then flush(), as GzipFile writes). Errors: ZF_ERR_NOMEM, ZF_ERR_INVALID (message
+ * names the codec). Shared by zlib.c and gzip.c. */
+zf_status zf_deflate_stream(const char *codec, int level, int window_bits, bool finish_only,
+                            const uint8_t *in, size_t in_len, size_t head, size_t tail,
+                            uint8_t **out, size_t *produced, zf_err *err);
 
 /* --- Zarr v3 codec lists (v3.c, bytes.c, sharding.c) --- */
 

@@ -1,7 +1,11 @@
 /* delta.c — numcodecs "delta": stored values are differences of adjacent elements (the first
  * element as is). Decoding is numcodecs' np.cumsum(enc, out=dec): NumPy 1.24 accumulates in
  * promote_types(astype, dtype) — integers wrap around, float32 sums in float32, booleans
- * or — and casts each running sum to dtype. */
+ * or — and casts each running sum to dtype.
+ *
+ * Encoding is numcodecs' enc[0] = arr[0]; enc[1:] = np.diff(arr): differences computed in dtype
+ * (integers wrap, floats at dtype's precision, booleans not_equal, timedeltas keep NaT), each
+ * cast to astype. An empty chunk encodes to nothing (numcodecs itself fails on arr[0]). */
 #include <string.h>
 
 #include "codec_impl.h"
@@ -71,6 +75,66 @@ static zf_status delta_decode(const zf_codec *c, const zf_chunk_repr *decoded, c
     return ZF_OK;
 }
 
+#define DIFF(T)                                                                                   \
+    do {                                                                                          \
+        T prev = 0, x;                                                                            \
+        for (size_t i = 0; i < n; i++) {                                                          \
+            memcpy(&x, in + i * sizeof(T), sizeof(T));                                            \
+            T d = i ? (T)(x - prev) : x;                                                          \
+            memcpy(o + i * sizeof(T), &d, sizeof(T));                                             \
+            prev = x;                                                                             \
+        }                                                                                         \
+    } while (0)
+
+static zf_status delta_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                              size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
+                              zf_err *err)
+{
+    (void)decoded;
+    (void)flags;
+    const delta_codec *d = (const delta_codec *)c;
+    size_t n;
+    zf_status st = zf_dtype_filter_encode_count(c, in_len, &n, err);
+    if (st != ZF_OK)
+        return st;
+    uint8_t *o = zf_enc_alloc(n * d->f.enc.itemsize);
+    if (!o)
+        return ZF_ERR_NOMEM;
+    *out = o;
+    *out_len = n * d->f.enc.itemsize;
+    if (d->fast) {
+        switch (d->f.dec.kind == 'f' ? d->f.dec.itemsize * 10 : d->f.dec.itemsize) {
+        case 1: DIFF(uint8_t); return ZF_OK;
+        case 2: DIFF(uint16_t); return ZF_OK;
+        case 4: DIFF(uint32_t); return ZF_OK;
+        case 8:
+            if (d->f.dec.kind == 'm') /* NaT arithmetic below */
+                break;
+            DIFF(uint64_t);
+            return ZF_OK;
+        case 40: DIFF(float); return ZF_OK;
+        case 80: DIFF(double); return ZF_OK;
+        default: break;
+        }
+    }
+    /* np.diff's type: dtype in native byte order. */
+    zf_dtype t = d->f.dec;
+    t.byteorder = t.itemsize > 1 ? '<' : '|';
+    zf_num prev = {.kind = 'i'};
+    for (size_t i = 0; i < n; i++) {
+        zf_num x = zf_dtype_load(&d->f.dec, in, i), v = x;
+        if (i) {
+            if (t.kind == 'm' && (x.v.i == INT64_MIN || prev.v.i == INT64_MIN))
+                v.v.i = INT64_MIN; /* NaT - x, x - NaT: NaT */
+            else
+                v = zf_num_arith(&t, '-', x, prev);
+        }
+        zf_dtype_store(&d->f.enc, o, i, v);
+        prev = x;
+    }
+    return ZF_OK;
+}
+
 static const zf_codec_ops delta_ops = {
     .name = "delta",
     .kind = ZF_CODEC_ARRAY_TO_ARRAY,
@@ -78,6 +142,7 @@ static const zf_codec_ops delta_ops = {
     .decode = delta_decode,
     .destroy = zf_codec_destroy_plain,
     .decoded_size = zf_dtype_filter_decoded_size,
+    .encode = delta_encode,
 };
 
 static bool summable(const zf_dtype *t)

@@ -5,7 +5,14 @@
  *   - float astype: a Python scalar only widens the array's type by the smallest type holding
  *     its value (np.min_scalar_type: ints by range as u1/i1..u8/i8, floats as f2 below 65000,
  *     f4 below 3.4e38, else f8), so float16 data divided by 10 stays float16, by 300 becomes
- *     float32. The division and the addition are promoted separately, in that order. */
+ *     float32. The division and the addition are promoted separately, in that order.
+ *
+ * Encoding is numcodecs' np.around((arr - offset) * scale).astype(astype), arr of dtype, under
+ * the same rules (zf_dtype_promote_scalar): the subtraction happens in the type of `dtype
+ * array - offset`, the multiplication in the type of `that - scale` — so an integer dtype with
+ * integer offset and scale stays integer and wraps, a bool or integer one meeting a float
+ * becomes float64, float16 data stays float16 with small scalars; np.around rounds half to even
+ * (integers unchanged) and astype casts. */
 #include <math.h>
 #include <string.h>
 
@@ -13,6 +20,8 @@
 
 typedef struct fso_codec {
     zf_dtype_filter f;      /* dec = dtype, enc = astype */
+    bool scale_int, offset_int; /* written as integers (NumPy's value-based casting) */
+    zf_dtype sub_t, mul_t;  /* encoding: types of arr - offset and of (...) * scale */
     double scale, offset;   /* as configured, for encoding */
     int div_size, add_size; /* float size (2, 4, 8) of the division and of the addition */
     double scale_r, offset_r; /* scale rounded to div_size, offset to add_size */
@@ -77,6 +86,45 @@ static zf_status fso_decode(const zf_codec *c, const zf_chunk_repr *decoded, con
     return ZF_OK;
 }
 
+/* A configuration number as a value: integers as such where 64 bits hold them. */
+static zf_num scalar(double v, bool is_int)
+{
+    if (is_int && v >= -9223372036854775808.0 && v < 9223372036854775808.0)
+        return (zf_num){.kind = 'i', .v.i = (int64_t)v};
+    if (is_int && v >= 0 && v < 18446744073709551616.0)
+        return (zf_num){.kind = 'u', .v.u = (uint64_t)v};
+    return (zf_num){.kind = 'f', .v.f = v};
+}
+
+static zf_status fso_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                            size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
+                            zf_err *err)
+{
+    (void)decoded;
+    (void)flags;
+    const fso_codec *k = (const fso_codec *)c;
+    size_t n;
+    zf_status st = zf_dtype_filter_encode_count(c, in_len, &n, err);
+    if (st != ZF_OK)
+        return st;
+    uint8_t *o = zf_enc_alloc(n * k->f.enc.itemsize);
+    if (!o)
+        return ZF_ERR_NOMEM;
+    /* The scalars as NumPy converts them to each loop's type. */
+    zf_num off = scalar(k->offset, k->offset_int), scl = scalar(k->scale, k->scale_int);
+    off = zf_num_cast(&k->sub_t, off);
+    scl = zf_num_cast(&k->mul_t, scl);
+    for (size_t i = 0; i < n; i++) {
+        zf_num x = zf_num_cast(&k->sub_t, zf_dtype_load(&k->f.dec, in, i));
+        zf_num v = zf_num_cast(&k->mul_t, zf_num_arith(&k->sub_t, '-', x, off));
+        v = zf_num_rint(&k->mul_t, zf_num_arith(&k->mul_t, '*', v, scl));
+        zf_dtype_store(&k->f.enc, o, i, v);
+    }
+    *out = o;
+    *out_len = n * k->f.enc.itemsize;
+    return ZF_OK;
+}
+
 static const zf_codec_ops fso_ops = {
     .name = "fixedscaleoffset",
     .kind = ZF_CODEC_ARRAY_TO_ARRAY,
@@ -84,6 +132,7 @@ static const zf_codec_ops fso_ops = {
     .decode = fso_decode,
     .destroy = zf_codec_destroy_plain,
     .decoded_size = zf_dtype_filter_decoded_size,
+    .encode = fso_encode,
 };
 
 zf_status zf_codec_fixedscaleoffset_new(yajl_val cfg, zf_codec **out, zf_err *err)
@@ -111,6 +160,10 @@ zf_status zf_codec_fixedscaleoffset_new(yajl_val cfg, zf_codec **out, zf_err *er
     k->f.enc = astype;
     k->scale = scale;
     k->offset = offset;
+    k->scale_int = scale_int;
+    k->offset_int = offset_int;
+    zf_dtype_promote_scalar(&dtype, offset, offset_int, &k->sub_t);
+    zf_dtype_promote_scalar(&k->sub_t, scale, scale_int, &k->mul_t);
     if (astype.kind == 'f') {
         k->div_size = promote_scalar((int)astype.itemsize, scale, scale_int);
         k->add_size = promote_scalar(k->div_size, offset, offset_int);

@@ -1,5 +1,6 @@
 /* lz4.c — numcodecs "lz4": a 4-byte little-endian decoded size, then one LZ4 block. The size
- * must be the expected one; LZ4_decompress_safe never writes past the buffer it is given. */
+ * must be the expected one; LZ4_decompress_safe never writes past the buffer it is given.
+ * Encoding is numcodecs' LZ4_compress_fast with the acceleration (<= 0 meaning 1). */
 #include <limits.h>
 #include <lz4.h>
 
@@ -35,12 +36,41 @@ static zf_status lz4_decode(const zf_codec *c, const zf_chunk_repr *decoded, con
     return ZF_OK;
 }
 
+static zf_status lz4_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                            size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
+                            zf_err *err)
+{
+    (void)decoded;
+    (void)flags;
+    const lz4_codec *l = (const lz4_codec *)c;
+    if (in_len > LZ4_MAX_INPUT_SIZE)
+        return zf_fail(err, ZF_ERR_INVALID, "lz4: %zu bytes is more than one block can hold",
+                       in_len);
+    int bound = LZ4_compressBound((int)in_len);
+    uint8_t *buf = zf_enc_alloc(4 + (size_t)bound);
+    if (!buf)
+        return ZF_ERR_NOMEM;
+    for (int i = 0; i < 4; i++)
+        buf[i] = (uint8_t)(in_len >> (8 * i));
+    int r = LZ4_compress_fast((const char *)in, (char *)buf + 4, (int)in_len, bound,
+                              l->acceleration <= 0 ? 1 : l->acceleration);
+    /* An empty input compresses to one byte (a token for no literals). */
+    if (r <= 0) {
+        free(buf);
+        return zf_fail(err, ZF_ERR_INVALID, "lz4: compression failed (%d)", r);
+    }
+    *out = buf;
+    *out_len = 4 + (size_t)r;
+    return ZF_OK;
+}
+
 static const zf_codec_ops lz4_ops = {
     .name = "lz4",
     .kind = ZF_CODEC_BYTES_TO_BYTES,
     .resolve = zf_resolve_compressed,
     .decode = lz4_decode,
     .destroy = zf_codec_destroy_plain,
+    .encode = lz4_encode,
 };
 
 zf_status zf_codec_lz4_new(yajl_val cfg, zf_codec **out, zf_err *err)

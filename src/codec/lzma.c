@@ -3,7 +3,13 @@
  * .xz or .lzma). Like Python, streams may follow each other; after the first, bytes that are not
  * a valid stream are ignored. Output is bounded by the caller's buffer (one probe byte detects
  * "more would follow"); the decoder's memory is limited so a hostile header cannot make it
- * reserve gigabytes. */
+ * reserve gigabytes.
+ *
+ * Encoding is Python's lzma.compress(data, format, check, preset, filters) as numcodecs calls
+ * it: .xz with lzma_easy_encoder(preset, check) or, given filters, lzma_stream_encoder (check -1
+ * meaning CRC-64); .lzma with lzma_alone_encoder (the preset's options, or the single LZMA1
+ * filter given); raw with lzma_raw_encoder(filters). As in Python, format 0 cannot encode,
+ * preset and filters exclude each other, and only .xz takes an integrity check. */
 #include <lzma.h>
 #include <stdio.h>
 #include <string.h>
@@ -165,6 +171,108 @@ static zf_status lzma_decode(const zf_codec *c, const zf_chunk_repr *decoded, co
     return ZF_OK;
 }
 
+static zf_status make_encoder(const lzma_codec *z, lzma_stream *s, zf_err *err)
+{
+    if (z->format == FMT_AUTO)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "lzma: \"format\": 0 (auto) can decode but not encode (invalid container "
+                       "format for compression)");
+    if (z->preset >= 0 && z->nfilters)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "lzma: cannot specify both \"preset\" and \"filters\" for encoding");
+    if (z->format != FMT_XZ && z->check != -1 && z->check != LZMA_CHECK_NONE)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "lzma: \"check\": integrity checks are only supported by format 1 (.xz)");
+    uint32_t preset = z->preset >= 0 ? (uint32_t)z->preset : LZMA_PRESET_DEFAULT;
+    lzma_check check = z->check == -1 ? LZMA_CHECK_CRC64 : (lzma_check)z->check;
+    lzma_ret rc;
+    switch (z->format) {
+    case FMT_XZ:
+        rc = z->nfilters ? lzma_stream_encoder(s, z->filters, check)
+                         : lzma_easy_encoder(s, preset, check);
+        break;
+    case FMT_ALONE: {
+        lzma_options_lzma opt;
+        if (z->nfilters) {
+            if (z->nfilters != 1 || z->filters[0].id != LZMA_FILTER_LZMA1)
+                return zf_fail(err, ZF_ERR_INVALID,
+                               "lzma: \"filters\": format 2 (.lzma) takes a single LZMA1 filter");
+            opt = z->lzma_opt[0];
+        } else if (lzma_lzma_preset(&opt, preset)) {
+            return zf_fail(err, ZF_ERR_INVALID, "lzma: \"preset\": %u is not a valid preset",
+                           preset);
+        }
+        rc = lzma_alone_encoder(s, &opt);
+        break;
+    }
+    default: rc = lzma_raw_encoder(s, z->filters); break;
+    }
+    if (rc == LZMA_OK)
+        return ZF_OK;
+    if (rc == LZMA_MEM_ERROR)
+        return ZF_ERR_NOMEM;
+    return zf_fail(err, ZF_ERR_INVALID, "lzma: cannot set up the encoder (%s, error %d)",
+                   rc == LZMA_OPTIONS_ERROR ? "invalid or unsupported options"
+                   : rc == LZMA_UNSUPPORTED_CHECK ? "unsupported integrity check"
+                                                  : "error",
+                   (int)rc);
+}
+
+static zf_status lzma_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                             size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
+                             zf_err *err)
+{
+    (void)decoded;
+    (void)flags;
+    const lzma_codec *z = (const lzma_codec *)c;
+    lzma_stream s = LZMA_STREAM_INIT;
+    zf_status st = make_encoder(z, &s, err);
+    if (st != ZF_OK)
+        return st;
+    size_t cap = in_len + in_len / 16 + 1024;
+    uint8_t *buf = zf_enc_alloc(cap);
+    if (!buf) {
+        lzma_end(&s);
+        return ZF_ERR_NOMEM;
+    }
+    s.next_in = in;
+    s.avail_in = in_len;
+    s.next_out = buf;
+    s.avail_out = cap;
+    for (;;) {
+        if (s.avail_out == 0) {
+            size_t ncap = cap + cap / 2 + 64;
+            uint8_t *nb = realloc(buf, ncap);
+            if (!nb) {
+                st = ZF_ERR_NOMEM;
+                break;
+            }
+            buf = nb;
+            s.next_out = buf + cap;
+            s.avail_out = ncap - cap;
+            cap = ncap;
+        }
+        lzma_ret rc = lzma_code(&s, LZMA_FINISH);
+        if (rc == LZMA_STREAM_END)
+            break;
+        if (rc == LZMA_OK)
+            continue;
+        st = rc == LZMA_MEM_ERROR
+                 ? ZF_ERR_NOMEM
+                 : zf_fail(err, ZF_ERR_INVALID, "lzma: compression failed (error %d)", (int)rc);
+        break;
+    }
+    size_t n = cap - s.avail_out;
+    lzma_end(&s);
+    if (st != ZF_OK) {
+        free(buf);
+        return st;
+    }
+    *out = buf;
+    *out_len = n;
+    return ZF_OK;
+}
+
 /* --- configuration --- */
 
 static bool key_in(const char *key, const char *const *allowed)
@@ -262,6 +370,7 @@ static const zf_codec_ops lzma_ops = {
     .resolve = zf_resolve_compressed,
     .decode = lzma_decode,
     .destroy = zf_codec_destroy_plain,
+    .encode = lzma_encode,
 };
 
 zf_status zf_codec_lzma_new(yajl_val cfg, zf_codec **out, zf_err *err)

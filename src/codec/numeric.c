@@ -2,6 +2,7 @@
  * filters that change data types (astype, quantize, delta, fixedscaleoffset, categorize).
  * Element values go through zf_dtype_load/zf_dtype_store so every filter casts exactly as the
  * metadata layer does; complex numbers are handled here as pairs of floats. */
+#include <math.h>
 #include <string.h>
 
 #include "codec_impl.h"
@@ -220,4 +221,152 @@ zf_status zf_dtype_filter_cast_decode(const zf_codec *c, const zf_chunk_repr *de
         return st;
     zf_dtype_cast_n(&f->enc, in, &f->dec, out, n);
     return ZF_OK;
+}
+
+/* --- encoding --- */
+
+uint8_t *zf_enc_alloc(size_t n)
+{
+    return malloc(n ? n : 1);
+}
+
+zf_status zf_dtype_filter_encode_count(const zf_codec *c, size_t in_len, size_t *n, zf_err *err)
+{
+    const zf_dtype_filter *f = (const zf_dtype_filter *)c;
+    char ts[32];
+    zf_status st =
+        zf_repr_count(c->ops->name, in_len, f->dec.itemsize, zf_dtype_str(&f->dec, ts), n, err);
+    if (st != ZF_OK)
+        return st;
+    if (f->enc.itemsize && *n > SIZE_MAX / f->enc.itemsize)
+        return zf_fail(err, ZF_ERR_INVALID, "%s: chunk too large", c->ops->name);
+    return ZF_OK;
+}
+
+zf_status zf_dtype_filter_cast_encode(const zf_codec *c, const zf_chunk_repr *decoded,
+                                      const uint8_t *in, size_t in_len, unsigned flags,
+                                      uint8_t **out, size_t *out_len, zf_err *err)
+{
+    (void)decoded;
+    (void)flags;
+    const zf_dtype_filter *f = (const zf_dtype_filter *)c;
+    size_t n;
+    zf_status st = zf_dtype_filter_encode_count(c, in_len, &n, err);
+    if (st != ZF_OK)
+        return st;
+    uint8_t *o = zf_enc_alloc(n * f->enc.itemsize);
+    if (!o)
+        return ZF_ERR_NOMEM;
+    zf_dtype_cast_n(&f->dec, in, &f->enc, o, n);
+    *out = o;
+    *out_len = n * f->enc.itemsize;
+    return ZF_OK;
+}
+
+/* np.min_scalar_type of a Python scalar; *small_unsigned: a non-negative integer that also fits
+ * the signed type of the same size. */
+static void min_scalar_type(double v, bool is_int, zf_dtype *out, bool *small_unsigned)
+{
+    *small_unsigned = false;
+    if (!is_int) {
+        size_t size = (v > -65000 && v < 65000) || isnan(v) || isinf(v) ? 2
+                      : v > -3.4e38 && v < 3.4e38                        ? 4
+                                                                         : 8;
+        set_native(out, 'f', size);
+        return;
+    }
+    if (v >= 0) {
+        size_t size = v < 256.0 ? 1 : v < 65536.0 ? 2 : v < 4294967296.0 ? 4 : 8;
+        set_native(out, 'u', size);
+        *small_unsigned = v < ldexp(1.0, (int)(8 * size - 1));
+    } else {
+        size_t size = v >= -128.0           ? 1
+                      : v >= -32768.0       ? 2
+                      : v >= -2147483648.0 ? 4
+                                            : 8;
+        set_native(out, 'i', size);
+    }
+}
+
+void zf_dtype_promote_scalar(const zf_dtype *a, double v, bool is_int, zf_dtype *out)
+{
+    int acat = a->kind == 'b' ? 0 : a->kind == 'f' ? 2 : 1, vcat = is_int ? 1 : 2;
+    if (vcat > acat) { /* the scalar's own type: Python int -> int64 (uint64 above), float */
+        if (!is_int)
+            set_native(out, 'f', 8);
+        else
+            set_native(out, v >= 9223372036854775808.0 ? 'u' : 'i', 8);
+        return;
+    }
+    zf_dtype s;
+    bool small;
+    min_scalar_type(v, is_int, &s, &small);
+    if (small && (a->kind == 'i' || a->kind == 'f'))
+        s.kind = 'i';
+    if (!zf_dtype_promote(a, &s, out))
+        set_native(out, 'f', 8);
+}
+
+static double as_double(zf_num v)
+{
+    return v.kind == 'f' ? v.v.f : v.kind == 'u' ? (double)v.v.u : (double)v.v.i;
+}
+
+zf_num zf_num_arith(const zf_dtype *t, char op, zf_num a, zf_num b)
+{
+    zf_num r = {.kind = 'i'};
+    switch (t->kind) {
+    case 'f': {
+        r.kind = 'f';
+        double x = as_double(a), y = as_double(b);
+        if (t->itemsize <= 4) {
+            float fx = (float)x, fy = (float)y, fr;
+            switch (op) {
+            case '-': fr = fx - fy; break;
+            case '+': fr = fx + fy; break;
+            case '*': fr = fx * fy; break;
+            default: fr = fx / fy; break;
+            }
+            r.v.f = t->itemsize == 2 ? zf_half_to_float(zf_float_to_half(fr)) : fr;
+        } else {
+            switch (op) {
+            case '-': r.v.f = x - y; break;
+            case '+': r.v.f = x + y; break;
+            case '*': r.v.f = x * y; break;
+            default: r.v.f = x / y; break;
+            }
+        }
+        return r;
+    }
+    case 'b': {
+        bool x = a.v.i != 0, y = b.v.i != 0;
+        r.v.i = op == '*' ? (x && y) : op == '+' ? (x || y) : (x != y);
+        return r;
+    }
+    default: {
+        uint64_t x = a.kind == 'u' ? a.v.u : (uint64_t)a.v.i;
+        uint64_t y = b.kind == 'u' ? b.v.u : (uint64_t)b.v.i, z;
+        switch (op) {
+        case '-': z = x - y; break;
+        case '+': z = x + y; break;
+        case '*': z = x * y; break;
+        default: z = y ? x / y : 0; break; /* not used: true division is float */
+        }
+        if (t->kind == 'u') {
+            r.kind = 'u';
+            r.v.u = z;
+        } else {
+            r.v.i = (int64_t)z;
+        }
+        return zf_num_cast(t, r); /* wrap to t's width */
+    }
+    }
+}
+
+zf_num zf_num_rint(const zf_dtype *t, zf_num a)
+{
+    if (t->kind != 'f')
+        return a;
+    zf_num r = {.kind = 'f', .v.f = rint(as_double(a))};
+    return r;
 }

@@ -1,6 +1,6 @@
 /* packbits.c — numcodecs "packbits": booleans packed eight to a byte, most significant bit
  * first (np.packbits), after one byte giving the number of padding bits in the last byte.
- * Decodes to bytes 0/1. */
+ * Decodes to bytes 0/1; encodes any non-zero byte as a set bit, as np.packbits does. */
 #include "codec_impl.h"
 
 static zf_status packbits_resolve(const zf_codec *c, const zf_chunk_repr *decoded,
@@ -54,6 +54,30 @@ static zf_status packbits_decode(const zf_codec *c, const zf_chunk_repr *decoded
     return ZF_OK;
 }
 
+static zf_status packbits_encode(const zf_codec *c, const zf_chunk_repr *decoded,
+                                 const uint8_t *in, size_t in_len, unsigned flags, uint8_t **out,
+                                 size_t *out_len, zf_err *err)
+{
+    (void)c;
+    (void)decoded;
+    (void)flags;
+    (void)err;
+    size_t nbytes = in_len / 8 + (in_len % 8 != 0);
+    uint8_t *o = zf_enc_alloc(1 + nbytes);
+    if (!o)
+        return ZF_ERR_NOMEM;
+    o[0] = (uint8_t)(in_len % 8 ? 8 - in_len % 8 : 0);
+    for (size_t k = 0; k < nbytes; k++) {
+        uint8_t v = 0;
+        for (size_t j = 0; j < 8 && 8 * k + j < in_len; j++)
+            v |= (uint8_t)((in[8 * k + j] != 0) << (7 - j));
+        o[1 + k] = v;
+    }
+    *out = o;
+    *out_len = 1 + nbytes;
+    return ZF_OK;
+}
+
 static const zf_codec_ops packbits_ops = {
     .name = "packbits",
     .kind = ZF_CODEC_ARRAY_TO_ARRAY,
@@ -61,6 +85,7 @@ static const zf_codec_ops packbits_ops = {
     .decode = packbits_decode,
     .destroy = zf_codec_destroy_plain,
     .decoded_size = packbits_size,
+    .encode = packbits_encode,
 };
 
 zf_status zf_codec_packbits_new(yajl_val cfg, zf_codec **out, zf_err *err)

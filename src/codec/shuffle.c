@@ -67,6 +67,44 @@ static zf_status shuffle_decode(const zf_codec *c, const zf_chunk_repr *decoded,
     return ZF_OK;
 }
 
+#define SHUFFLE(ES)                                                                               \
+    for (size_t i = 0; i < count; i++)                                                            \
+        for (size_t b = 0; b < (ES); b++)                                                         \
+            o[b * count + i] = in[i * (ES) + b];
+
+/* numcodecs' _doShuffle: byte b of element i goes to b * count + i. */
+static zf_status shuffle_encode(const zf_codec *c, const zf_chunk_repr *decoded,
+                                const uint8_t *in, size_t in_len, unsigned flags, uint8_t **out,
+                                size_t *out_len, zf_err *err)
+{
+    (void)decoded;
+    (void)flags;
+    const shuffle_codec *s = (const shuffle_codec *)c;
+    size_t es = s->elementsize;
+    if (es > 1 && in_len % es)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "shuffle: %zu bytes is not a whole number of %zu-byte elements", in_len,
+                       es);
+    uint8_t *o = zf_enc_alloc(in_len);
+    if (!o)
+        return ZF_ERR_NOMEM;
+    if (es <= 1) {
+        if (in_len)
+            memcpy(o, in, in_len);
+    } else {
+        size_t count = in_len / es;
+        switch (es) {
+        case 2: SHUFFLE(2); break;
+        case 4: SHUFFLE(4); break;
+        case 8: SHUFFLE(8); break;
+        default: SHUFFLE(es); break;
+        }
+    }
+    *out = o;
+    *out_len = in_len;
+    return ZF_OK;
+}
+
 static const zf_codec_ops shuffle_ops = {
     .name = "shuffle",
     .kind = ZF_CODEC_ARRAY_TO_ARRAY,
@@ -74,6 +112,7 @@ static const zf_codec_ops shuffle_ops = {
     .decode = shuffle_decode,
     .destroy = zf_codec_destroy_plain,
     .decoded_size = shuffle_size,
+    .encode = shuffle_encode,
 };
 
 zf_status zf_codec_shuffle_new(yajl_val cfg, zf_codec **out, zf_err *err)

@@ -1,9 +1,12 @@
 /* zlib.c — numcodecs "zlib": one zlib-format (RFC 1950) stream, decoded as Python's
- * zlib.decompress does (bytes after the end of the stream are ignored).
+ * zlib.decompress does (bytes after the end of the stream are ignored), encoded as
+ * zlib.compress(data, level) does (window bits 15, memory level 8, default strategy, one
+ * Z_FINISH pass).
  *
  * Also home of zf_inflate_stream, the bounded inflate loop gzip.c shares: output goes into the
  * caller's buffer only; once it is full, one probe byte tells "more would follow" without
- * producing the rest. */
+ * producing the rest.
+ * zf_deflate_stream is the deflate loop both encoders share. */
 #include <limits.h>
 #include <string.h>
 #include <zlib.h>
@@ -104,12 +107,88 @@ static zf_status zlib_decode(const zf_codec *c, const zf_chunk_repr *decoded, co
     return ZF_OK;
 }
 
+zf_status zf_deflate_stream(const char *codec, int level, int window_bits, bool finish_only,
+                            const uint8_t *in, size_t in_len, size_t head, size_t tail,
+                            uint8_t **out, size_t *produced, zf_err *err)
+{
+    z_stream s;
+    memset(&s, 0, sizeof s);
+    int rc = deflateInit2(&s, level, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY);
+    if (rc != Z_OK)
+        return rc == Z_MEM_ERROR ? ZF_ERR_NOMEM
+                                 : zf_fail(err, ZF_ERR_INVALID, "%s: deflateInit2 failed (%d)",
+                                           codec, rc);
+    /* deflateBound holds the whole stream; the buffer grows should it not. */
+    size_t cap = head + tail + deflateBound(&s, (uLong)(in_len < ULONG_MAX ? in_len : ULONG_MAX));
+    uint8_t *buf = zf_enc_alloc(cap);
+    if (!buf) {
+        deflateEnd(&s);
+        return ZF_ERR_NOMEM;
+    }
+    size_t in_given = 0, out_given = head;
+    zf_status st = ZF_OK;
+    for (;;) {
+        if (s.avail_in == 0 && in_given < in_len) {
+            size_t n = in_len - in_given < UINT_MAX ? in_len - in_given : UINT_MAX;
+            s.next_in = (Bytef *)(uintptr_t)(in + in_given);
+            s.avail_in = (uInt)n;
+            in_given += n;
+        }
+        if (s.avail_out == 0) {
+            if (out_given + tail >= cap) {
+                size_t ncap = cap + cap / 2 + 64;
+                uint8_t *nb = ncap > cap ? realloc(buf, ncap) : NULL;
+                if (!nb) {
+                    st = ZF_ERR_NOMEM;
+                    break;
+                }
+                buf = nb;
+                cap = ncap;
+            }
+            size_t room = cap - tail - out_given;
+            size_t n = room < UINT_MAX ? room : UINT_MAX;
+            s.next_out = buf + out_given;
+            s.avail_out = (uInt)n;
+            out_given += n;
+        }
+        /* zlib.compress: Z_FINISH once all input is given; compressobj: Z_NO_FLUSH until the
+         * input is consumed, then flush() with Z_FINISH. */
+        int flush = in_given == in_len && (finish_only || s.avail_in == 0) ? Z_FINISH : Z_NO_FLUSH;
+        rc = deflate(&s, flush);
+        if (rc == Z_STREAM_END)
+            break;
+        if (rc == Z_OK || (rc == Z_BUF_ERROR && s.avail_out == 0)) /* more room: given above */
+            continue;
+        st = zf_fail(err, ZF_ERR_INVALID, "%s: deflate failed (%d)", codec, rc);
+        break;
+    }
+    if (st == ZF_OK) {
+        *out = buf;
+        *produced = out_given - s.avail_out - head;
+    } else {
+        free(buf);
+    }
+    deflateEnd(&s);
+    return st;
+}
+
+static zf_status zlib_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                             size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
+                             zf_err *err)
+{
+    (void)decoded;
+    (void)flags;
+    const zlib_codec *z = (const zlib_codec *)c;
+    return zf_deflate_stream("zlib", z->level, 15, true, in, in_len, 0, 0, out, out_len, err);
+}
+
 static const zf_codec_ops zlib_ops = {
     .name = "zlib",
     .kind = ZF_CODEC_BYTES_TO_BYTES,
     .resolve = zf_resolve_compressed,
     .decode = zlib_decode,
     .destroy = zf_codec_destroy_plain,
+    .encode = zlib_encode,
 };
 
 zf_status zf_codec_zlib_new(yajl_val cfg, zf_codec **out, zf_err *err)

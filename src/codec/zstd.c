@@ -15,6 +15,7 @@ typedef struct zstd_codec {
     zf_codec base;
     int level;     /* for encoding */
     bool checksum; /* for encoding */
+    bool legacy;   /* numcodecs 0.11's encoder (see zstd_encode) */
 } zstd_codec;
 
 static zf_status zstd_decode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
@@ -50,12 +51,59 @@ static zf_status zstd_decode(const zf_codec *c, const zf_chunk_repr *decoded, co
     return ZF_OK;
 }
 
+/* numcodecs 0.11 (configurations {"id": "zstd", "level": L}, without "checksum", which it does
+ * not know) compresses with ZSTD_compress(level), a level <= 0 meaning 1. Later numcodecs
+ * (configurations with "checksum") and the v3 "zstd" codec (configuration without "id") set the
+ * level as given (0: zstd's default, negative: the fast levels) and the checksum flag on a
+ * context and call ZSTD_compress2. Both clamp the level to ZSTD_maxCLevel(). */
+static zf_status zstd_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                             size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
+                             zf_err *err)
+{
+    (void)decoded;
+    (void)flags;
+    const zstd_codec *z = (const zstd_codec *)c;
+    size_t cap = ZSTD_compressBound(in_len);
+    if (ZSTD_isError(cap))
+        return zf_fail(err, ZF_ERR_INVALID, "zstd: %zu bytes is too large to compress", in_len);
+    uint8_t *buf = zf_enc_alloc(cap);
+    if (!buf)
+        return ZF_ERR_NOMEM;
+    size_t r;
+    if (z->legacy) {
+        r = ZSTD_compress(buf, cap, in, in_len, z->level <= 0 ? 1 : z->level);
+    } else {
+        ZSTD_CCtx *cctx = ZSTD_createCCtx();
+        if (!cctx) {
+            free(buf);
+            return ZF_ERR_NOMEM;
+        }
+        r = ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, z->level);
+        if (!ZSTD_isError(r))
+            r = ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, z->checksum ? 1 : 0);
+        if (!ZSTD_isError(r))
+            r = ZSTD_compress2(cctx, buf, cap, in, in_len);
+        ZSTD_freeCCtx(cctx);
+    }
+    if (ZSTD_isError(r)) {
+        free(buf);
+        if (ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation)
+            return ZF_ERR_NOMEM;
+        return zf_fail(err, ZF_ERR_INVALID, "zstd: compression failed (%s)",
+                       ZSTD_getErrorName(r));
+    }
+    *out = buf;
+    *out_len = r;
+    return ZF_OK;
+}
+
 static const zf_codec_ops zstd_ops = {
     .name = "zstd",
     .kind = ZF_CODEC_BYTES_TO_BYTES,
     .resolve = zf_resolve_compressed,
     .decode = zstd_decode,
     .destroy = zf_codec_destroy_plain,
+    .encode = zstd_encode,
 };
 
 zf_status zf_codec_zstd_new(yajl_val cfg, zf_codec **out, zf_err *err)
@@ -72,6 +120,7 @@ zf_status zf_codec_zstd_new(yajl_val cfg, zf_codec **out, zf_err *err)
         return ZF_ERR_NOMEM;
     z->level = (int)(level > ZSTD_maxCLevel() ? ZSTD_maxCLevel() : level);
     z->checksum = checksum;
+    z->legacy = zf_cfg_get(cfg, "id") && !zf_cfg_get(cfg, "checksum");
     *out = &z->base;
     return ZF_OK;
 }
