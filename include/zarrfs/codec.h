@@ -69,8 +69,9 @@ typedef struct zf_codec_ops {
      * that decode(encode(x)) == x; the lossy filters (quantize, bitround) decode to the rounded
      * values numcodecs stores. flags: ZF_ENCODE_*. NULL: the codec cannot encode
      * (zf_chain_encode then fails with ZF_ERR_UNSUPPORTED naming it).
-     * Errors: ZF_ERR_INVALID (a value the codec cannot represent, e.g. a categorize label not
-     * in its list; the message names the codec), ZF_ERR_NOMEM. */
+     * Errors: ZF_ERR_INVALID (a configuration or input the codec cannot encode, e.g. bitround
+     * of integers; the message names the codec), ZF_ERR_NOMEM. (A categorize value outside
+     * its labels encodes as 0, as numcodecs does.) */
     zf_status (*encode)(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
                         size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
                         zf_err *err);
