@@ -299,6 +299,7 @@ class Writes(zfmount.TestCase):
                 for r in range(3, 20):
                     f.seek(4 * (r * 20 + 5))
                     f.write(model[r, 5:17].tobytes())
+                f.flush()
                 os.fsync(f.fileno())
         finally:
             status, how = m.stop()
