@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zarrfs/pool.h"
 #include "zarrfs/status.h"
 
 typedef struct zf_cache zf_cache;
@@ -90,6 +91,10 @@ zf_status zf_cache_peek(zf_cache *c, uint64_t array_id, uint64_t chunk, zf_cache
 /* Forget a clean entry (e.g. a shard index the owner just rewrote); a pinned one is forgotten
  * when its last pin goes. Dirty entries are kept. */
 void zf_cache_drop(zf_cache *c, uint64_t array_id, uint64_t chunk);
+
+/* Run the writebacks of one flush on pool's workers, several at a time (a local store syncs each
+ * chunk file: done one by one, the syncs add up). NULL: on the flushing thread. */
+void zf_cache_set_writeback_pool(zf_cache *c, zf_pool *pool);
 
 #define ZF_CACHE_ALL UINT64_MAX
 /* Write back dirty entries of array_id (ZF_CACHE_ALL: every array), oldest first: those last

@@ -6,6 +6,7 @@
  * the entry is marked dirty. Writeback (called by the cache's flushes) encodes a dirty chunk and
  * stores it, or erases it when it holds only the fill value; for sharded arrays it rewrites the
  * whole shard from its dirty inner chunks and the old shard's other inner chunks. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +70,43 @@ typedef struct write_ctx {
 typedef struct load_ctx {
     zf_array *a;
     bool covered; /* the write replaces every element: no need to read the old chunk */
+    const write_ctx *w;
 } load_ctx;
+
+/* Copy into dst (a whole decoded chunk) every element of chunk `chunk` from the write's buffer,
+ * which holds them all (the chunk is covered). Line by line along the last dimension. */
+static void gather_chunk(const zf_array *a, uint64_t chunk, const write_ctx *w, uint8_t *dst)
+{
+    const zf_grid *g = &a->grid;
+    size_t isz = a->itemsize;
+    if (g->ndim == 0) { /* one element, at byte 0: a covering write starts there */
+        memcpy(dst, w->buf, isz);
+        return;
+    }
+    uint64_t cc[ZF_MAX_DIMS], lo[ZF_MAX_DIMS], ext[ZF_MAX_DIMS], pos[ZF_MAX_DIMS] = {0};
+    zf_grid_chunk_coords(g, chunk, cc);
+    unsigned last = g->ndim - 1;
+    for (unsigned d = 0; d < g->ndim; d++) {
+        lo[d] = cc[d] * g->chunks[d];
+        ext[d] = lo[d] + g->chunks[d] <= g->shape[d] ? g->chunks[d] : g->shape[d] - lo[d];
+    }
+    for (;;) { /* pos: position inside the chunk, last coordinate 0 */
+        uint64_t elem = 0, in = 0;
+        for (unsigned d = 0; d < g->ndim; d++) {
+            elem = elem * g->shape[d] + lo[d] + pos[d];
+            in = in * g->chunks[d] + pos[d];
+        }
+        memcpy(dst + in * isz, w->buf + (elem * isz - w->begin), ext[last] * isz);
+        unsigned d = last;
+        while (d-- > 0) {
+            if (++pos[d] < ext[d])
+                break;
+            pos[d] = 0;
+        }
+        if (d == UINT_MAX || last == 0)
+            return;
+    }
+}
 
 static zf_status load_for_write(void *ctx, uint64_t chunk, void **data, size_t *size,
                                 zf_err *err)
@@ -77,8 +114,12 @@ static zf_status load_for_write(void *ctx, uint64_t chunk, void **data, size_t *
     load_ctx *l = ctx;
     if (!l->covered)
         return zf_array_load_chunk(l->a, chunk, data, size, err);
-    if (!(*data = fill_chunk(l->a)))
+    /* Built whole before the cache shows it: readers never see part fill, part written. */
+    uint8_t *p = fill_chunk(l->a);
+    if (!p)
         return ZF_ERR_NOMEM;
+    gather_chunk(l->a, chunk, l->w, p);
+    *data = p;
     *size = l->a->chunk_nbytes;
     return ZF_OK;
 }
@@ -113,7 +154,8 @@ static zf_status write_run(void *ctx, const zf_run *run)
         rb = w->begin;
     if (re > w->end)
         re = w->end;
-    load_ctx l = {.a = a, .covered = chunk_covered(a, run->chunk, w->full_begin, w->full_end)};
+    load_ctx l = {.a = a, .covered = chunk_covered(a, run->chunk, w->full_begin, w->full_end),
+                  .w = w};
     zf_cache_entry *e;
     zf_status st = zf_cache_get(a->cache, a->id, run->chunk, load_for_write, &l, &e, w->err);
     if (st != ZF_OK)

@@ -4,6 +4,7 @@
  * being loaded sits in the table in state LOADING; other getters wait on the cache's condition
  * variable, holding a reference, until the loader marks it READY or FAILED. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -42,6 +43,7 @@ struct zf_cache {
     zf_cache_entry *lru_head, *lru_tail; /* head = most recently used */
     zf_cache_entry *dirty_head, *dirty_tail;
     zf_cache_stats stats;
+    _Atomic(zf_pool *) pool; /* writebacks of a flush run here when set */
 };
 
 static double mono_now(void)
@@ -404,6 +406,57 @@ void zf_cache_drop(zf_cache *c, uint64_t array_id, uint64_t chunk)
     pthread_mutex_unlock(&c->mu);
 }
 
+void zf_cache_set_writeback_pool(zf_cache *c, zf_pool *pool) { atomic_store(&c->pool, pool); }
+
+/* The writebacks of one flush, run on the pool: a latch counts those not finished. */
+typedef struct flush_job {
+    zf_cache *c;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t left;
+    zf_status first;
+    zf_err err;
+} flush_job;
+
+typedef struct flush_task {
+    flush_job *job;
+    zf_cache_entry *e;
+    const zf_cache_owner *owner;
+} flush_task;
+
+/* One writeback, then unpin; the first failure is kept. */
+static zf_status writeback_one(zf_cache *c, zf_cache_entry *e, const zf_cache_owner *owner,
+                               zf_err *err)
+{
+    zf_err werr = {""};
+    zf_status st = owner->writeback(owner->ctx, e, &werr);
+    pthread_mutex_lock(&c->mu);
+    c->stats.writebacks++;
+    if (st != ZF_OK)
+        c->stats.writeback_failures++;
+    unpin_locked(c, e);
+    pthread_mutex_unlock(&c->mu);
+    if (st != ZF_OK)
+        zf_fail(err, st, "%s", werr.msg[0] ? werr.msg : zf_status_str(st));
+    return st;
+}
+
+static void flush_task_run(void *arg)
+{
+    flush_task *t = arg;
+    flush_job *j = t->job;
+    zf_err err = {""};
+    zf_status st = writeback_one(j->c, t->e, t->owner, &err);
+    pthread_mutex_lock(&j->mu);
+    if (st != ZF_OK && j->first == ZF_OK) {
+        j->first = st;
+        j->err = err;
+    }
+    if (--j->left == 0)
+        pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
 zf_status zf_cache_flush(zf_cache *c, uint64_t array_id, double idle, double max_age,
                          size_t max_bytes, zf_err *err)
 {
@@ -436,19 +489,35 @@ zf_status zf_cache_flush(zf_cache *c, uint64_t array_id, double idle, double max
     pthread_mutex_unlock(&c->mu);
 
     zf_status first = ZF_OK;
-    for (size_t i = 0; i < n; i++) {
-        zf_cache_entry *e = sel[i];
-        zf_err werr = {""};
-        zf_status st = owners[i]->writeback(owners[i]->ctx, e, &werr);
-        pthread_mutex_lock(&c->mu);
-        c->stats.writebacks++;
-        if (st != ZF_OK)
-            c->stats.writeback_failures++;
-        unpin_locked(c, e);
-        pthread_mutex_unlock(&c->mu);
-        if (st != ZF_OK && first == ZF_OK) {
-            first = st;
-            zf_fail(err, st, "%s", werr.msg[0] ? werr.msg : zf_status_str(st));
+    zf_pool *pool = atomic_load(&c->pool);
+    flush_task *tasks = pool && n > 1 ? calloc(n, sizeof *tasks) : NULL;
+    if (tasks) {
+        flush_job j = {.c = c, .left = n, .first = ZF_OK};
+        pthread_mutex_init(&j.mu, NULL);
+        pthread_cond_init(&j.cv, NULL);
+        for (size_t i = 0; i < n; i++) {
+            tasks[i] = (flush_task){.job = &j, .e = sel[i], .owner = owners[i]};
+            if (zf_pool_submit(pool, flush_task_run, &tasks[i]) != ZF_OK)
+                flush_task_run(&tasks[i]); /* cannot queue: here */
+        }
+        pthread_mutex_lock(&j.mu);
+        while (j.left > 0)
+            pthread_cond_wait(&j.cv, &j.mu);
+        pthread_mutex_unlock(&j.mu);
+        pthread_mutex_destroy(&j.mu);
+        pthread_cond_destroy(&j.cv);
+        first = j.first;
+        if (first != ZF_OK)
+            zf_fail(err, first, "%s", j.err.msg);
+        free(tasks);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            zf_err werr = {""};
+            zf_status st = writeback_one(c, sel[i], owners[i], &werr);
+            if (st != ZF_OK && first == ZF_OK) {
+                first = st;
+                zf_fail(err, st, "%s", werr.msg);
+            }
         }
     }
     free(sel);

@@ -808,6 +808,8 @@ zf_pool *zf_h_ensure_pool(zf_hierarchy *h)
     pthread_mutex_lock(&h->mu);
     if (!h->pool && zf_pool_new(h->threads, &h->pool) != ZF_OK)
         zf_log_warn("cannot start worker threads; working on the requesting thread only");
+    else if (h->writable)
+        zf_cache_set_writeback_pool(h->cache, h->pool);
     zf_pool *p = h->pool;
     pthread_mutex_unlock(&h->mu);
     return p;
@@ -1010,6 +1012,8 @@ void zf_hierarchy_free(zf_hierarchy *h)
     zf_status st = h->cache ? zf_hierarchy_flush(h, NULL, &err) : ZF_OK;
     if (st != ZF_OK)
         zf_log_error("written data could not be stored and is lost: %s", err.msg);
+    if (h->cache)
+        zf_cache_set_writeback_pool(h->cache, NULL);
     zf_pool_free(h->pool); /* drains prefetches before arrays go away */
     for (size_t i = 0; i < h->nnodes; i++)
         zf_h_node_free(h->by_id[i]);
