@@ -232,6 +232,8 @@ static zf_status store_chunk(zf_array *a, const char *key, const uint8_t *data, 
     zf_status st;
     if (!a->write_empty_chunks && a->fill_defined && is_fill(a, data, a->chunk_nbytes)) {
         st = zf_store_erase(a->store, key, &serr);
+    } else if (a->chain->n == 0) { /* stored as it is: no copy */
+        st = zf_store_set(a->store, key, data, a->chunk_nbytes, &serr);
     } else {
         uint8_t *out;
         size_t out_len;

@@ -22,6 +22,9 @@
 #include "zarrfs/json.h"
 #include "zarrfs/log.h"
 
+/* Threads storing written chunks (at least; remote stores: as many as requests). */
+#define WRITEBACK_THREADS 8
+
 /* ---------- small helpers ---------- */
 
 char *zf_h_join(const char *prefix, const char *name)
@@ -808,8 +811,12 @@ zf_pool *zf_h_ensure_pool(zf_hierarchy *h)
     pthread_mutex_lock(&h->mu);
     if (!h->pool && zf_pool_new(h->threads, &h->pool) != ZF_OK)
         zf_log_warn("cannot start worker threads; working on the requesting thread only");
-    else if (h->writable)
-        zf_cache_set_writeback_pool(h->cache, h->pool);
+    /* Writebacks wait on the store (a local chunk is synced to disk before its rename): run
+     * many at once, so that the file system commits their syncs together. */
+    if (h->writable && !h->wb_pool &&
+        zf_pool_new(WRITEBACK_THREADS > h->threads ? WRITEBACK_THREADS : h->threads,
+                    &h->wb_pool) == ZF_OK)
+        zf_cache_set_writeback_pool(h->cache, h->wb_pool);
     zf_pool *p = h->pool;
     pthread_mutex_unlock(&h->mu);
     return p;
@@ -1014,6 +1021,7 @@ void zf_hierarchy_free(zf_hierarchy *h)
         zf_log_error("written data could not be stored and is lost: %s", err.msg);
     if (h->cache)
         zf_cache_set_writeback_pool(h->cache, NULL);
+    zf_pool_free(h->wb_pool);
     zf_pool_free(h->pool); /* drains prefetches before arrays go away */
     for (size_t i = 0; i < h->nnodes; i++)
         zf_h_node_free(h->by_id[i]);

@@ -27,6 +27,7 @@ struct zf_hierarchy {
     char *root_array_name; /* non-NULL when the store root is an array */
     /* writing (hierarchy_write.c) */
     bool writable, write_empty_chunks;
+    zf_pool *wb_pool;      /* writebacks (I/O bound: more threads than CPUs) */
     zf_node *pending;      /* new empty files without metadata yet (their `pending_next`) */
     struct zf_retired *retired; /* replaced metadata and arrays, freed with the hierarchy */
 };
