@@ -2,6 +2,8 @@
 """Writing through a `-o rw` mount: every codec, partial and whole chunks, edge chunks, sharded
 arrays, resizing, hierarchy edits, xattrs, and refusals.
 
+Also: writeback by the timer and on SIGTERM/SIGINT; HTTP stores and the drafts stay read-only.
+
 The reference readers are other implementations: zarr-python 2.13 (Debian's, /usr/bin/python3)
 for Zarr v2 and zarrita.js 0.7.5 (js/, `npm ci`) for Zarr v3. Expected contents are a numpy
 model of the writes; for the lossy filters (quantize, bitround) the expectation is a twin array
@@ -16,8 +18,10 @@ import json
 import mmap
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 
 import numpy as np
 import numcodecs
@@ -453,6 +457,64 @@ class Hierarchy(zf.TestCase):
             shutil.rmtree(tmp)
 
 
+class Writeback(zf.TestCase):
+    """Written data reaches the store without fsync or close: a few seconds after the last write
+    (the timer), and when the daemon is told to stop (SIGTERM, SIGINT)."""
+
+    def make(self, tmp, name):
+        store = os.path.join(tmp, name)
+        z = zarr.open_array(store, mode="w", shape=(20, 10), chunks=(5, 10), dtype="<i4",
+                            fill_value=0, compressor=numcodecs.Zstd(1))
+        z[:] = 1
+        return store
+
+    def test_timer(self):
+        tmp = tempfile.mkdtemp(prefix="zfw-timer-")
+        try:
+            store = self.make(tmp, "t.zarr")
+            with zf.Mount(store, options=["rw"], label="timer") as m:
+                fd = os.open(m.path("t"), os.O_RDWR)
+                try:
+                    os.pwrite(fd, np.full(10, 9, "<i4").tobytes(), 4 * 10 * 7)
+                    t0 = time.monotonic()
+                    while time.monotonic() - t0 < 10:
+                        if zarr.open_array(store, "r")[7, 0] == 9:
+                            break
+                        time.sleep(0.2)
+                    waited = time.monotonic() - t0
+                finally:
+                    os.close(fd)
+            self.assertLess(waited, 5.0, "the write did not reach the store within 5 s")
+            zf.log("  stored %.1f s after the write, file still open" % waited)
+        finally:
+            shutil.rmtree(tmp)
+
+    def test_sigterm_and_sigint(self):
+        tmp = tempfile.mkdtemp(prefix="zfw-sig-")
+        try:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                store = self.make(tmp, "s%d.zarr" % sig)
+                m = zf.Mount(store, options=["rw"], label="sig").start()
+                try:
+                    fd = os.open(m.path("s%d" % sig), os.O_RDWR)
+                    os.pwrite(fd, np.full(30, 5, "<i4").tobytes(), 4 * 10 * 12)
+                    os.kill(m.pid, sig)
+                    status = m.proc.wait(timeout=20)
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+                finally:
+                    m.stop()
+                self.assertEqual(status, 0)
+                got = zarr.open_array(store, "r")[:]
+                want = np.ones((20, 10), "<i4")
+                want[12:15] = 5
+                self.assertTrue(np.array_equal(got, want), (sig, got))
+        finally:
+            shutil.rmtree(tmp)
+
+
 class ReadOnly(zf.TestCase):
     """Without -o rw (and for the drafts, even with it) every change fails with EROFS."""
 
@@ -492,6 +554,27 @@ class ReadOnly(zf.TestCase):
                 self.check_refusals(m, "g/a", "g")
             self.assertIn("read-only", m.stderr_text())
         finally:
+            shutil.rmtree(tmp)
+
+    def test_http_stays_read_only(self):
+        tmp = tempfile.mkdtemp(prefix="zfw-http-")
+        srv = None
+        try:
+            store = Hierarchy.make_v2(self, tmp)
+            srv = subprocess.Popen(["/usr/bin/python3", "-m", "http.server", "--bind", "127.0.0.1",
+                                    "0", "--directory", tmp], stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True)
+            line = srv.stdout.readline()  # "Serving HTTP on 127.0.0.1 port N ..."
+            port = int(line.split(" port ")[1].split()[0])
+            url = "http://127.0.0.1:%d/h.zarr" % port
+            with zf.Mount(url, options=["rw"], label="http") as m:
+                self.check_refusals(m, "a", "sub")
+            self.assertIn("read-only", m.stderr_text())
+        finally:
+            if srv:
+                srv.kill()
+                srv.wait()
+                srv.stdout.close()
             shutil.rmtree(tmp)
 
 
