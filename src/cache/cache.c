@@ -320,13 +320,11 @@ bool zf_cache_entry_is_dirty(const zf_cache_entry *e) { return e->dirty; }
 void zf_cache_entry_set_data(zf_cache *c, zf_cache_entry *e, void *data, size_t size)
 {
     pthread_mutex_lock(&c->mu);
-    if (!e->orphan)
-        c->bytes -= cost(e);
+    c->bytes -= cost(e); /* an orphan still counts until its last pin goes */
     free(e->data);
     e->data = data;
     e->size = size;
-    if (!e->orphan)
-        c->bytes += cost(e);
+    c->bytes += cost(e);
     pthread_mutex_unlock(&c->mu);
 }
 
