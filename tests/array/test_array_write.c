@@ -763,9 +763,100 @@ END_TEST
 START_TEST(concurrent_disjoint_writes_small_cache) { concurrent_case(true, 8 * 60); }
 END_TEST
 
+/* Readers never see a chunk half built: a write covering chunks whole enters each chunk into the
+ * cache complete (all its elements written), although the write copies it row by row. 64 x 64
+ * "<u2" in 64 x 1 chunks (columns): a write of the whole array touches every chunk once per row,
+ * so a chunk built from the fill value would show fill below the rows written so far. Readers of
+ * the same array check that no element ever reads as the fill value once generation 1 is stored,
+ * while a writer writes generations 2, 3, ... over everything (a small cache makes it store and
+ * evict chunks on the way, so chunks are built again and again). */
+#define VR 64
+#define VBYTES (VR * VR * 2)
+
+static const char *zarray_v =
+    "{\"zarr_format\": 2, \"shape\": [64, 64], \"chunks\": [64, 1], \"dtype\": \"<u2\","
+    " \"compressor\": null, \"filters\": null, \"fill_value\": 65535, \"order\": \"C\"}";
+
+typedef struct gen_shared {
+    fixture *f;
+    _Atomic int done;
+    _Atomic unsigned gen; /* highest generation being written */
+} gen_shared;
+
+typedef struct gen_reader_arg {
+    gen_shared *sh;
+    unsigned seed, reads, bad, bad_value;
+    uint64_t bad_off;
+} gen_reader_arg;
+
+static void *gen_writer(void *p)
+{
+    gen_shared *sh = p;
+    static uint16_t buf[VR * VR];
+    for (unsigned gen = 2; gen <= 12; gen++) {
+        for (size_t k = 0; k < VR * VR; k++)
+            buf[k] = (uint16_t)gen;
+        sh->gen = gen;
+        zf_err err = {""};
+        ck_assert_int_eq(zf_array_write(sh->f->a, 0, buf, VBYTES, &err), ZF_OK);
+        ck_assert_int_eq(zf_array_flush(sh->f->a, &err), ZF_OK);
+    }
+    sh->done = 1;
+    return NULL;
+}
+
+static void *gen_reader(void *p)
+{
+    gen_reader_arg *r = p;
+    while (!r->sh->done) {
+        uint16_t row[VR];
+        uint64_t off = (uint64_t)(rand_r(&r->seed) % VR) * VR * 2;
+        size_t got;
+        zf_err err = {""};
+        ck_assert_int_eq(zf_array_read(r->sh->f->a, off, row, sizeof row, &got, &err), ZF_OK);
+        unsigned hi = r->sh->gen; /* read after the row: no element can be newer */
+        for (unsigned j = 0; j < VR; j++)
+            if (row[j] < 1 || row[j] > hi) {
+                r->bad++;
+                r->bad_value = row[j];
+                r->bad_off = off + 2 * j;
+            }
+        r->reads++;
+    }
+    return NULL;
+}
+
+START_TEST(covered_chunks_enter_the_cache_whole)
+{
+    new_dir();
+    fixture f;
+    open_fx(&f, zarray_v, 8 * VR * 2, 0, false, false);
+    static uint16_t buf[VR * VR];
+    for (size_t k = 0; k < VR * VR; k++)
+        buf[k] = 1;
+    write_ok(&f, 0, buf, VBYTES);
+    flush_ok(&f);
+    gen_shared sh = {.f = &f, .gen = 1};
+    gen_reader_arg r[2] = {{.sh = &sh, .seed = 17}, {.sh = &sh, .seed = 29}};
+    pthread_t tw, tr[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&tr[i], NULL, gen_reader, &r[i]);
+    pthread_create(&tw, NULL, gen_writer, &sh);
+    pthread_join(tw, NULL);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(tr[i], NULL);
+        ck_assert_msg(r[i].bad == 0, "%u elements in %u reads: %u at byte %llu", r[i].bad,
+                      r[i].reads, r[i].bad_value, (unsigned long long)r[i].bad_off);
+    }
+    close_fx(&f);
+    remove_dir();
+}
+END_TEST
+
 ZF_CHECK_MAIN("array-write", partial_writes_raw_c_order, partial_writes_raw_f_order_slash,
               partial_writes_zlib, partial_writes_blosc_f_order, covering_writes_do_not_read,
               fill_chunks_are_erased, fill_chunks_kept_with_write_empty_chunks,
               fill_null_never_erases, fill_zero_erases_zeros, new_fill_chunks_are_not_stored,
               edge_chunks_padded_with_fill, erase_chunk_rows_removes_rows, write_errors,
-              zero_dim_array, concurrent_disjoint_writes, concurrent_disjoint_writes_small_cache)
+              zero_dim_array, concurrent_disjoint_writes, concurrent_disjoint_writes_small_cache,
+              covered_chunks_enter_the_cache_whole)
