@@ -599,12 +599,10 @@ START_TEST(set_data_on_absent_entry)
 }
 END_TEST
 
-/* BUG (fails): an absent entry dropped while pinned, then given data by its holder (a writer
- * that got it before the drop): when the last pin goes, the cache's byte count must be back to
- * what it was before the entry existed. cache.c: drop leaves the orphan's 64 bytes counted,
- * set_data skips orphans, and the last unpin subtracts the new cost (300), so `bytes` wraps
- * below zero (18446744073709551480 here). Not reachable from the array layer today (it drops
- * only shard indexes and gives data only to chunks), but the cache API allows it. */
+/* An absent entry dropped while pinned, then given data by its holder (a writer that got it
+ * before the drop): when the last pin goes, the cache's byte count must be back to what it was
+ * before the entry existed (a bug once made it wrap below zero: set_data skipped orphans while
+ * the last unpin subtracted the new cost). */
 START_TEST(set_data_on_dropped_entry_keeps_bytes_right)
 {
     zf_cache *c;
