@@ -530,13 +530,14 @@ static void reply_new_entry(fuse_req_t req, zf_node *n, struct fuse_file_info *f
     }
 }
 
-static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-                      struct fuse_file_info *fi)
+/* A new regular file (pending until its metadata is set), opened when fi is given. */
+static void create_file(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                        struct fuse_file_info *fi)
 {
     zf_node *dir, *n;
     if (refuse_readonly(req) || !parent_dir(req, parent, &dir))
         return;
-    if (!S_ISREG(mode) && (mode & S_IFMT)) {
+    if (!S_ISREG(mode) && (mode & S_IFMT)) { /* devices, fifos, sockets: not Zarr nodes */
         fuse_reply_err(req, EPERM);
         return;
     }
@@ -548,23 +549,17 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
         reply_new_entry(req, n, fi);
 }
 
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                      struct fuse_file_info *fi)
+{
+    create_file(req, parent, name, mode, fi);
+}
+
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                      dev_t rdev)
 {
     (void)rdev;
-    zf_node *dir, *n;
-    if (refuse_readonly(req) || !parent_dir(req, parent, &dir))
-        return;
-    if (!S_ISREG(mode)) {
-        fuse_reply_err(req, EPERM);
-        return;
-    }
-    zf_err err = {""};
-    zf_status st = zf_hierarchy_create(H(req), dir, name, &n, &err);
-    if (st != ZF_OK)
-        reply_change(req, st, &err, name);
-    else
-        reply_new_entry(req, n, NULL);
+    create_file(req, parent, name, mode, NULL);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
