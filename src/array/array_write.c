@@ -13,7 +13,6 @@
 
 #include "array_impl.h"
 #include "zarrfs/log.h"
-#include "zarrfs/mem.h"
 
 static zf_status writeback(void *ctx, zf_cache_entry *e, zf_err *err);
 
@@ -34,10 +33,13 @@ zf_status zf_array_enable_write(zf_array *a, bool write_empty_chunks, zf_err *er
     return ZF_OK;
 }
 
-/* A new chunk buffer holding the fill value everywhere. */
+/* A new chunk buffer holding the fill value everywhere. Plain malloc, not zf_alloc_bulk's huge
+ * pages: with THP defrag "madvise" (Debian's default) a huge-page fault may compact memory, and
+ * while a writer fills the page cache with chunk files that made a 1 GiB dd through the mount
+ * twice as slow here (bench/write.sh, docs/benchmarks.md). */
 static uint8_t *fill_chunk(zf_array *a)
 {
-    uint8_t *p = zf_alloc_bulk(a->chunk_nbytes ? a->chunk_nbytes : 1);
+    uint8_t *p = malloc(a->chunk_nbytes ? a->chunk_nbytes : 1);
     if (!p)
         return NULL;
     if (a->fill_is_zero)
