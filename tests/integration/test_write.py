@@ -431,6 +431,25 @@ class Hierarchy(zf.TestCase):
         finally:
             shutil.rmtree(tmp)
 
+    def test_consolidated_takes_chunk_writes_only(self):
+        tmp = tempfile.mkdtemp(prefix="zfw-cons-")
+        try:
+            store = self.make_v2(tmp)
+            zarr.consolidate_metadata(store)
+            with zf.Mount(store, options=["rw"], label="cons") as m:
+                self.assertErrno(errno.EOPNOTSUPP, os.mkdir, m.path("new"))
+                self.assertErrno(errno.EOPNOTSUPP, os.setxattr, m.path("a"),
+                                 "user.zarr.attributes", b"{}")
+                self.assertErrno(errno.EOPNOTSUPP, os.truncate, m.path("a"), 12)
+                with open(m.path("a"), "r+b") as f:
+                    f.write(np.full(6, 42, "<i2").tobytes())
+            self.assertIn("consolidated", m.stderr_text())
+            z = zarr.open_consolidated(store, mode="r")["a"]
+            self.assertEqual(list(z[0]), [42] * 6)
+            self.assertEqual(list(z[1]), list(range(6, 12)))
+        finally:
+            shutil.rmtree(tmp)
+
     def test_v3_groups_and_attributes(self):
         tmp = tempfile.mkdtemp(prefix="zfw-h3-")
         try:
