@@ -336,10 +336,10 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     fuse_reply_err(req, 0);
 }
 
+/* flush (every close) and fsync: store the file's dirty chunks. libfuse does not pass the open
+ * flags to flush, so a close of a file only read does it too (a quick no-op). */
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    /* libfuse does not pass the open flags to flush: every close of a file of a writable
-     * mount stores the file's dirty chunks (none for a file only read: a quick no-op). */
     if (ino == STATS_INO || !FS(req)->rw) {
         fuse_reply_err(req, 0);
         return;
@@ -352,13 +352,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
     (void)datasync;
-    if (ino == STATS_INO) {
-        fuse_reply_err(req, 0);
-        return;
-    }
-    zf_node *n = (zf_node *)(uintptr_t)fi->fh;
-    zf_err err = {""};
-    reply_done(req, zf_hierarchy_flush(H(req), n, &err), &err, n->path);
+    op_flush(req, ino, fi);
 }
 
 /* EROFS for any change to a read-only mount (and to hierarchies that cannot be written). */

@@ -426,11 +426,8 @@ zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
         zf_h_node_free(n);
         return st;
     }
-    if (!n->is_dir && n->meta.unsupported == ZF_OK) {
-        zf_grid g;
-        zf_grid_init(&g, n->meta.array.ndim, n->meta.array.shape, n->meta.array.chunks);
-        n->size = zf_grid_nelems(&g) * n->meta.array.dtype.itemsize;
-    }
+    if (!n->is_dir && n->meta.unsupported == ZF_OK)
+        n->size = zf_h_array_nbytes(&n->meta.array);
     pthread_mutex_lock(&h->mu);
     zf_node *in = zf_h_insert_locked(h, n);
     pthread_mutex_unlock(&h->mu);
@@ -471,7 +468,14 @@ void zf_hierarchy_names_free(char **names, size_t n)
     free(names);
 }
 
-static zf_status push_name(char ***names, size_t *n, size_t *cap, const char *name, size_t len)
+uint64_t zf_h_array_nbytes(const zf_array_meta *m)
+{
+    zf_grid g;
+    zf_grid_init(&g, m->ndim, m->shape, m->chunks);
+    return zf_grid_nelems(&g) * m->dtype.itemsize;
+}
+
+zf_status zf_h_push_name(char ***names, size_t *n, size_t *cap, const char *name, size_t len)
 {
     for (size_t i = 0; i < *n; i++)
         if (strlen((*names)[i]) == len && memcmp((*names)[i], name, len) == 0)
@@ -515,7 +519,7 @@ static zf_status list_consolidated(yajl_val md, const char *source, const char *
             is_doc = strcmp(slash + 1, *d) == 0;
         if (docs ? !is_doc : slash != NULL)
             continue;
-        zf_status st = push_name(names, n, cap, rest, slash ? (size_t)(slash - rest) : strlen(rest));
+        zf_status st = zf_h_push_name(names, n, cap, rest, slash ? (size_t)(slash - rest) : strlen(rest));
         if (st != ZF_OK)
             return st;
     }
@@ -608,7 +612,7 @@ static zf_status list_draft(zf_hierarchy *h, const char *path, char ***names, si
         if (!child || !full)
             st = ZF_ERR_NOMEM;
         else if (zf_key_is_valid(full))
-            st = push_name(names, n, cap, child, len);
+            st = zf_h_push_name(names, n, cap, child, len);
         free(child);
         free(full);
     }
@@ -681,7 +685,7 @@ static zf_status list_store_parallel(zf_hierarchy *h, const char *prefix,
     pthread_mutex_unlock(&b.mu);
     for (size_t i = 0; i < l->n; i++) {
         if (st == ZF_OK && tasks[i].path && tasks[i].st != ZF_ERR_NOT_FOUND)
-            st = push_name(names, n, cap, l->entries[i].name, strlen(l->entries[i].name));
+            st = zf_h_push_name(names, n, cap, l->entries[i].name, strlen(l->entries[i].name));
         free(tasks[i].path);
     }
     free(tasks);
@@ -720,7 +724,7 @@ static zf_status list_store(zf_hierarchy *h, const char *prefix, const char *con
         if (!child)
             st = ZF_ERR_NOMEM;
         else if (found)
-            st = push_name(names, n, cap, l.entries[i].name, strlen(l.entries[i].name));
+            st = zf_h_push_name(names, n, cap, l.entries[i].name, strlen(l.entries[i].name));
         free(child);
     }
     zf_store_listing_free(&l);
@@ -741,7 +745,7 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
         st = ZF_OK;
         if (dir->listing && now - dir->listed < h->ttl)
             for (size_t i = 0; i < dir->nlisting && st == ZF_OK; i++)
-                st = push_name(names, n, &cap, dir->listing[i], strlen(dir->listing[i]));
+                st = zf_h_push_name(names, n, &cap, dir->listing[i], strlen(dir->listing[i]));
         bool hit = dir->listing && now - dir->listed < h->ttl;
         pthread_mutex_unlock(&dir->mu);
         if (hit && st == ZF_OK)
@@ -751,7 +755,7 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
         *n = cap = 0;
     }
     if (dir->virtual_root)
-        st = push_name(names, n, &cap, h->root_array_name, strlen(h->root_array_name));
+        st = zf_h_push_name(names, n, &cap, h->root_array_name, strlen(h->root_array_name));
     else if (h->format == ZF_FORMAT_V3 && h->consolidated)
         st = list_consolidated(h->consolidated, "zarr.json: \"consolidated_metadata\"",
                                dir->prefix, NULL, names, n, &cap);
@@ -820,6 +824,32 @@ zf_pool *zf_h_ensure_pool(zf_hierarchy *h)
     zf_pool *p = h->pool;
     pthread_mutex_unlock(&h->mu);
     return p;
+}
+
+zf_status zf_hierarchy_array(zf_hierarchy *h, zf_node *node, zf_array **out, zf_err *err)
+{
+    if (node->is_dir)
+        return ZF_ERR_INVALID;
+    if (node->pending)
+        return zf_fail(err, ZF_ERR_INVALID, "%s: no array metadata yet", node->path);
+    if (node->meta.unsupported != ZF_OK)
+        return zf_fail(err, node->meta.unsupported, "%s",
+                       node->meta.unsupported_why ? node->meta.unsupported_why : "unsupported");
+    zf_h_ensure_pool(h);
+    pthread_mutex_lock(&node->mu);
+    zf_status st = ZF_OK;
+    if (!node->array) {
+        char *dp = zf_h_data_prefix(h, node->prefix);
+        st = dp ? zf_array_open(h->store, dp, &node->meta.array, h->cache, h->pool,
+                                node->id + (node->gen << GEN_SHIFT), &node->array, err)
+                : ZF_ERR_NOMEM;
+        if (st == ZF_OK)
+            zf_array_set_readahead(node->array, h->readahead);
+        free(dp);
+    }
+    *out = node->array;
+    pthread_mutex_unlock(&node->mu);
+    return st;
 }
 
 zf_cache *zf_hierarchy_cache(zf_hierarchy *h) { return h->cache; }

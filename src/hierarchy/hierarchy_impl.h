@@ -32,6 +32,10 @@ struct zf_hierarchy {
     struct zf_retired *retired; /* replaced metadata and arrays, freed with the hierarchy */
 };
 
+/* An array's chunk-cache id: the node id, plus the resize generation above bit 40 (sharding
+ * index levels use bits 56 and up, array.c). */
+#define GEN_SHIFT 40
+
 /* Something replaced while other threads may still use it, freed by zf_hierarchy_free. */
 typedef struct zf_retired {
     void (*free_fn)(void *);
@@ -51,6 +55,10 @@ double zf_h_mono_now(void);
 void zf_h_unlink_locked(zf_hierarchy *h, zf_node *n);
 zf_node *zf_h_find_locked(zf_hierarchy *h, const char *path);
 zf_pool *zf_h_ensure_pool(zf_hierarchy *h);
+/* Append a copy of name[0..len) to a names list (growing it) unless it is there already. */
+zf_status zf_h_push_name(char ***names, size_t *n, size_t *cap, const char *name, size_t len);
+/* Bytes of an array's flat view: product(shape) * itemsize. */
+uint64_t zf_h_array_nbytes(const zf_array_meta *m);
 /* Names of the pending (metadata-less) files in dir, added to a listing. */
 zf_status zf_h_list_pending(zf_hierarchy *h, zf_node *dir, char ***names, size_t *n,
                             size_t *cap);

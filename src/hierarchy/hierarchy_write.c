@@ -15,10 +15,6 @@
 #include "zarrfs/json.h"
 #include "zarrfs/log.h"
 
-/* Cache ids: the node id, plus the resize generation above bit 40 (sharding index levels use
- * bits 56 and up, array.c). */
-#define GEN_SHIFT 40
-
 static void retire(zf_hierarchy *h, void (*free_fn)(void *), void *p)
 {
     zf_retired *r = malloc(sizeof *r);
@@ -106,32 +102,6 @@ static zf_status writable_array(zf_hierarchy *h, zf_node *node, zf_array **out, 
     if ((st = zf_hierarchy_array(h, node, out, err)) != ZF_OK)
         return st;
     return zf_array_enable_write(*out, h->write_empty_chunks, err);
-}
-
-zf_status zf_hierarchy_array(zf_hierarchy *h, zf_node *node, zf_array **out, zf_err *err)
-{
-    if (node->is_dir)
-        return ZF_ERR_INVALID;
-    if (node->pending)
-        return zf_fail(err, ZF_ERR_INVALID, "%s: no array metadata yet", node->path);
-    if (node->meta.unsupported != ZF_OK)
-        return zf_fail(err, node->meta.unsupported, "%s",
-                       node->meta.unsupported_why ? node->meta.unsupported_why : "unsupported");
-    zf_h_ensure_pool(h);
-    pthread_mutex_lock(&node->mu);
-    zf_status st = ZF_OK;
-    if (!node->array) {
-        char *dp = zf_h_data_prefix(h, node->prefix);
-        st = dp ? zf_array_open(h->store, dp, &node->meta.array, h->cache, h->pool,
-                                node->id + (node->gen << GEN_SHIFT), &node->array, err)
-                : ZF_ERR_NOMEM;
-        if (st == ZF_OK)
-            zf_array_set_readahead(node->array, h->readahead);
-        free(dp);
-    }
-    *out = node->array;
-    pthread_mutex_unlock(&node->mu);
-    return st;
 }
 
 zf_status zf_hierarchy_flush(zf_hierarchy *h, zf_node *node, zf_err *err)
@@ -325,29 +295,30 @@ static zf_status check_name(const zf_hierarchy *h, const zf_node *dir, const cha
     return ZF_OK;
 }
 
-/* The child must not exist yet: neither in the store nor as a pending file. */
+/* The child must not exist yet: in the store, or as a pending file (pending files are in the
+ * path table, so the lookup finds them too). A node with invalid or unsupported metadata exists. */
 static zf_status check_absent(zf_hierarchy *h, zf_node *dir, const char *name, zf_err *err)
 {
     zf_node *n;
     zf_status st = zf_hierarchy_child(h, dir, name, &n, err);
-    if (st == ZF_OK)
+    if (st == ZF_OK || st == ZF_ERR_INVALID || st == ZF_ERR_UNSUPPORTED)
         return ZF_ERR_EXISTS;
-    if (st != ZF_ERR_NOT_FOUND && st != ZF_ERR_INVALID && st != ZF_ERR_UNSUPPORTED)
-        return st;
     if (st != ZF_ERR_NOT_FOUND)
-        return ZF_ERR_EXISTS; /* a node with invalid metadata is still there */
+        return st;
     if (err)
         err->msg[0] = '\0';
-    char *path = zf_h_join(dir->path, name);
-    if (!path)
-        return ZF_ERR_NOMEM;
-    pthread_mutex_lock(&h->mu);
-    bool pending = false;
-    for (zf_node *p = h->pending; p; p = p->pending_next)
-        pending |= strcmp(p->path, path) == 0;
-    pthread_mutex_unlock(&h->mu);
-    free(path);
-    return pending ? ZF_ERR_EXISTS : ZF_OK;
+    return ZF_OK;
+}
+
+/* Take node off the pending list (h->mu held); false when it is not there. */
+static bool take_pending_locked(zf_hierarchy *h, zf_node *node)
+{
+    for (zf_node **pp = &h->pending; *pp; pp = &(*pp)->pending_next)
+        if (*pp == node) {
+            *pp = node->pending_next;
+            return true;
+        }
+    return false;
 }
 
 /* A group's cached listing is stale after a child comes or goes. */
@@ -451,27 +422,21 @@ zf_status zf_hierarchy_rmdir(zf_hierarchy *h, zf_node *dir, const char *name, zf
 
 zf_status zf_hierarchy_unlink(zf_hierarchy *h, zf_node *dir, const char *name, zf_err *err)
 {
-    char *path = zf_h_join(dir->path, name);
-    if (!path)
-        return ZF_ERR_NOMEM;
-    pthread_mutex_lock(&h->mu); /* a pending file: nothing stored */
-    zf_node **pp = &h->pending;
-    while (*pp && strcmp((*pp)->path, path) != 0)
-        pp = &(*pp)->pending_next;
-    zf_node *p = *pp;
-    if (p) {
-        *pp = p->pending_next;
-        zf_h_unlink_locked(h, p);
-    }
-    pthread_mutex_unlock(&h->mu);
-    free(path);
-    if (p) {
-        listing_changed(dir);
-        return ZF_OK;
-    }
-    zf_status st = can_edit(h, err);
     zf_node *n;
-    if (st != ZF_OK || (st = zf_hierarchy_child(h, dir, name, &n, err)) != ZF_OK)
+    zf_status st = zf_hierarchy_child(h, dir, name, &n, err);
+    if (st != ZF_OK)
+        return st;
+    if (n->pending) { /* nothing stored */
+        pthread_mutex_lock(&h->mu);
+        bool taken = take_pending_locked(h, n);
+        if (taken)
+            zf_h_unlink_locked(h, n);
+        pthread_mutex_unlock(&h->mu);
+        if (taken)
+            listing_changed(dir);
+        return taken ? ZF_OK : ZF_ERR_NOT_FOUND;
+    }
+    if ((st = can_edit(h, err)) != ZF_OK)
         return st;
     if (n->is_dir)
         return ZF_ERR_IS_DIR;
@@ -528,22 +493,8 @@ zf_status zf_h_list_pending(zf_hierarchy *h, zf_node *dir, char ***names, size_t
                 continue;
             rest += dl + 1;
         }
-        if (strchr(rest, '/'))
-            continue;
-        if (*n == *cap) {
-            size_t c = *cap ? *cap * 2 : 16;
-            char **nn = realloc(*names, c * sizeof *nn);
-            if (!nn) {
-                st = ZF_ERR_NOMEM;
-                break;
-            }
-            *names = nn;
-            *cap = c;
-        }
-        if (!((*names)[*n] = strdup(rest)))
-            st = ZF_ERR_NOMEM;
-        else
-            (*n)++;
+        if (!strchr(rest, '/'))
+            st = zf_h_push_name(names, n, cap, rest, strlen(rest));
     }
     pthread_mutex_unlock(&h->mu);
     return st;
@@ -565,24 +516,16 @@ zf_status zf_hierarchy_set_metadata(zf_hierarchy *h, zf_node *node, const char *
         zf_node_meta_free(&m);
         return st == ZF_ERR_NOMEM ? st : zf_fail(err, ZF_ERR_INVALID, "%s", err->msg);
     }
-    if (h->format == ZF_FORMAT_V2 && !m.array.dimension_separator_given)
-        m.array.key_encoding.separator = '.';
     if ((st = set_doc(h, node->prefix, name, json, len, err)) != ZF_OK) {
         zf_node_meta_free(&m);
         return st;
     }
     pthread_mutex_lock(&h->mu);
-    for (zf_node **pp = &h->pending; *pp; pp = &(*pp)->pending_next)
-        if (*pp == node) {
-            *pp = node->pending_next;
-            break;
-        }
+    take_pending_locked(h, node);
     pthread_mutex_unlock(&h->mu);
     pthread_mutex_lock(&node->mu);
     node->meta = m;
-    zf_grid g;
-    zf_grid_init(&g, m.array.ndim, m.array.shape, m.array.chunks);
-    node->size = zf_grid_nelems(&g) * m.array.dtype.itemsize;
+    node->size = zf_h_array_nbytes(&m.array);
     clock_gettime(CLOCK_REALTIME, &node->mtime);
     node->pending = false;
     pthread_mutex_unlock(&node->mu);
