@@ -41,6 +41,7 @@ typedef struct zf_node {
     bool pending;          /* a new empty file, no metadata yet (zf_hierarchy_create) */
     struct zf_node *pending_next;
     uint64_t gen;          /* arrays: bumped by each resize (a new chunk-cache id) */
+    _Atomic bool read_failed_logged; /* an undecodable array's failed read was logged */
 } zf_node;
 
 typedef struct zf_hierarchy zf_hierarchy;

@@ -51,6 +51,7 @@ typedef struct zf_array_meta {
     char *fill_value_json;        /* fill value as stored, e.g. "\"NaN\"", "0", "null" */
     char *dimension_names_json;   /* JSON list, or NULL when the node has none */
     bool dimension_separator_given; /* v2: .zarray had "dimension_separator" */
+    bool variable_length;         /* the data type has object (variable-length) elements */
     zf_chunk_key_encoding key_encoding;
     zf_codec_chain chain;         /* decode pipeline; its decoded repr is one whole chunk */
 } zf_array_meta;
@@ -118,6 +119,13 @@ zf_status zf_meta_parse_draft_array(zf_format format, const char *key, const cha
                                     size_t len, zf_node_meta *meta, zf_err *err);
 zf_status zf_meta_parse_draft_group(zf_format format, const char *key, const char *text,
                                     size_t len, zf_node_meta *meta, zf_err *err);
+
+/* The bytes of an array's flat file, product(shape) * itemsize, when its shape and a
+ * fixed-size data type are known: true also for an array zarrfs cannot decode (an unknown
+ * codec, chunk grid or storage transformer, a chunk over the size limit), which keeps its real
+ * size and fails its reads with EIO (DESIGN.md "Errors users see"). False when the data type is
+ * variable-length or not known, or the size reaches 2^63 bytes. */
+bool zf_array_meta_flat_size(const zf_array_meta *a, uint64_t *bytes);
 
 /* Number of elements in one chunk (product of chunks); bytes = that * itemsize. */
 uint64_t zf_array_meta_chunk_elems(const zf_array_meta *a);

@@ -372,6 +372,31 @@ static bool refuse_readonly(fuse_req_t req)
     return false;
 }
 
+/* An array zarrfs cannot decode (an unknown codec, chunk grid, ...) whose size is known: it is
+ * shown with that size, opens read-only, and every read of its bytes fails with EIO (DESIGN.md
+ * "Errors users see": never a short or empty file); its user.zarr.error says why. Arrays of
+ * variable-length data types, whose size is unknown, fail to open with EOPNOTSUPP. */
+static bool undecodable(const zf_node *n)
+{
+    uint64_t size;
+    return !n->is_dir && !n->pending && n->meta.unsupported != ZF_OK &&
+           zf_array_meta_flat_size(&n->meta.array, &size);
+}
+
+/* EIO for a read of an undecodable array, logged once per node. */
+static void reply_undecodable(fuse_req_t req, zf_node *n, uint64_t off, size_t size)
+{
+    if (off >= n->size || size == 0) {
+        fuse_reply_buf(req, NULL, 0);
+        return;
+    }
+    replies_failed++;
+    if (!atomic_exchange(&n->read_failed_logged, true))
+        zf_log_error("%s: cannot be read: %s (every read of it fails with EIO)", n->path,
+                     n->meta.unsupported_why ? n->meta.unsupported_why : "unsupported");
+    fuse_reply_err(req, EIO);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     if (ino == STATS_INO) {
@@ -391,6 +416,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     zf_err err = {""};
     zf_array *a;
     zf_status st = n->pending ? ZF_OK : zf_hierarchy_array(H(req), n, &a, &err);
+    if (st == ZF_ERR_UNSUPPORTED && !write && undecodable(n)) {
+        st = ZF_OK; /* it opens with its real size; its reads fail (op_read) */
+    }
     if (st != ZF_OK) {
         reply_status(req, st, &err, n->path);
         return;
@@ -427,6 +455,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     zf_array *a;
     zf_err err = {""};
     zf_status st = zf_hierarchy_array(H(req), n, &a, &err);
+    if (st == ZF_ERR_UNSUPPORTED && undecodable(n)) {
+        reply_undecodable(req, n, (uint64_t)off, size);
+        return;
+    }
     void *buf = st == ZF_OK ? malloc(size ? size : 1) : NULL;
     if (st == ZF_OK && !buf)
         st = ZF_ERR_NOMEM;
@@ -602,6 +634,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 static const char *const XATTRS[] = {
     "user.zarr.format",    "user.zarr.metadata", "user.zarr.attributes",     "user.zarr.shape",
     "user.zarr.chunks",    "user.zarr.dtype",    "user.zarr.fill_value",     "user.zarr.dimension_names",
+    "user.zarr.error",
 };
 #define N_XATTRS (sizeof XATTRS / sizeof *XATTRS)
 
@@ -638,6 +671,8 @@ static char *xattr_value(const zf_node *n, size_t i)
         if (!array || !a->dtype_typestr)
             return NULL;
         return strdup(a->dimension_names_json ? a->dimension_names_json : "null");
+    case 8: /* why the array cannot be read (its reads fail) */
+        return m->unsupported != ZF_OK && m->unsupported_why ? strdup(m->unsupported_why) : NULL;
     }
     return NULL;
 }

@@ -428,6 +428,8 @@ zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
     }
     if (!n->is_dir && n->meta.unsupported == ZF_OK)
         n->size = zf_h_array_nbytes(&n->meta.array);
+    else if (!n->is_dir) /* undecodable: its real size, reads fail (zf_hierarchy_array) */
+        zf_array_meta_flat_size(&n->meta.array, &n->size);
     pthread_mutex_lock(&h->mu);
     zf_node *in = zf_h_insert_locked(h, n);
     pthread_mutex_unlock(&h->mu);

@@ -302,7 +302,13 @@ zf_status zf_meta_v3_fill_value(yajl_val v, const zf_v3_dtype *t, zf_format form
             out[0] = YAJL_IS_TRUE(v);
             return ZF_OK;
         }
-        return bad(err, t, "expected true or false");
+        /* The integers 0 and 1, as zarrita.js 0.7 writes them and zarr-python 3 reads them;
+         * nothing else (2, 0.5, "0") can be meant as a bool. */
+        if (YAJL_IS_INTEGER(v) && (YAJL_GET_INTEGER(v) == 0 || YAJL_GET_INTEGER(v) == 1)) {
+            out[0] = (uint8_t)YAJL_GET_INTEGER(v);
+            return ZF_OK;
+        }
+        return bad(err, t, "expected true or false (or the integers 0 and 1)");
     case 'i':
     case 'u': return integer_fill(v, t, out, err);
     case 'f':

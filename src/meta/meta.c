@@ -25,6 +25,26 @@ uint64_t zf_array_meta_chunk_elems(const zf_array_meta *a)
     return n;
 }
 
+bool zf_array_meta_flat_size(const zf_array_meta *a, uint64_t *bytes)
+{
+    if (!a->dtype_typestr || a->variable_length || a->dtype.kind == 'O')
+        return false;
+    uint64_t n = a->dtype.itemsize;
+    for (unsigned d = 0; d < a->ndim; d++) {
+        if (a->shape[d] == 0) {
+            n = 0;
+            break;
+        }
+        if (n > (UINT64_MAX >> 1) / a->shape[d])
+            return false;
+        n *= a->shape[d];
+    }
+    if (n >= (uint64_t)1 << 63)
+        return false;
+    *bytes = n;
+    return true;
+}
+
 zf_status zf_array_meta_chunk_key(const zf_array_meta *a, const char *prefix,
                                   const uint64_t *coords, char *buf, size_t bufsize)
 {

@@ -194,6 +194,7 @@ static zf_status dtype_2020(const char *key, yajl_val v, zf_node_meta *m, zf_err
                                    key, zf_json_get(v, "extension")->u.string);
     if (st != ZF_OK)
         return ZF_FIELD_FAIL(err, key, "data_type", "%s", derr.msg);
+    a->variable_length = has_object;
     if (has_object)
         return zf_meta_unsupported(m, "%s: \"data_type\": %s: object data types are not supported",
                                    key, a->dtype_json);

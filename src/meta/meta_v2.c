@@ -162,6 +162,7 @@ static zf_status parse_array(const char *key, yajl_val doc, zf_node_meta *m, zf_
     if (!a->dtype_typestr || !a->dtype_json || !a->fill_value_json)
         return ZF_ERR_NOMEM;
     if (has_object) {
+        a->variable_length = true;
         char why[300];
         snprintf(why, sizeof why, "%s: \"dtype\": %s: object data types are not supported", key,
                  a->dtype_json);

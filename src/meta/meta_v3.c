@@ -427,7 +427,21 @@ static zf_status v3_array(const char *key, yajl_val doc, zf_node_meta *m, zf_err
         return st;
     if (m->unsupported != ZF_OK || !have_grid)
         return ZF_OK;
-    return zf_meta_v3_finish(key, m, &t, fv, codecs, ZF_CODECS_V3, false, err);
+    /* zarrita.js 0.7 writes "codecs": [] for arrays created without codecs and stores their
+     * chunks as raw little-endian bytes, which is what its readers (and zarrfs) take an empty
+     * list to mean; v3 core wants exactly one array -> bytes codec, so lists with codecs but
+     * without one stay invalid. */
+    yajl_val implicit = NULL;
+    if (codecs->u.array.len == 0) {
+        static const char bytes_le[] =
+            "[{\"name\": \"bytes\", \"configuration\": {\"endian\": \"little\"}}]";
+        if (!(implicit = yajl_tree_parse(bytes_le, NULL, 0)))
+            return ZF_ERR_NOMEM;
+        codecs = implicit;
+    }
+    st = zf_meta_v3_finish(key, m, &t, fv, codecs, ZF_CODECS_V3, false, err);
+    yajl_tree_free(implicit);
+    return st;
 }
 
 zf_status zf_meta_parse_v3(const char *key, const char *text, size_t len, zf_node_meta *m,

@@ -220,7 +220,8 @@ class Refusal(zfmount.TestCase):
         log("  daemonizing run refused too: %s" % lines[0])
 
     def test_04_unsupported_codec_at_root_mounts(self):
-        """Valid but unsupported root (unknown compressor / filter): mounts; open → EOPNOTSUPP."""
+        """Valid but unsupported root (unknown compressor / filter): mounts; the file has its real
+        size and its reads fail with EIO; an object dtype (no size): open → EOPNOTSUPP."""
         for name, doc, cid in [("unknown_compressor", arr(compressor={"id": "nosuchcodec", "level": 3}),
                                 "nosuchcodec"),
                                ("unknown_filter", arr(filters=[{"id": "nosuchfilter"}]), "nosuchfilter"),
@@ -230,10 +231,14 @@ class Refusal(zfmount.TestCase):
                 with zfmount.Mount(store) as m:
                     self.assertEqual(os.listdir(m.mnt), [name])
                     self.assertTrue(stat.S_ISREG(os.stat(m.path(name)).st_mode))
-                    self.assertErrno(errno.EOPNOTSUPP, os.open, m.path(name), os.O_RDONLY)
+                    if name == "object_dtype":
+                        self.assertErrno(errno.EOPNOTSUPP, os.open, m.path(name), os.O_RDONLY)
+                    else:
+                        self.assertUndecodable(m.path(name), 10 * 4, [cid])
                     self.assertTrue(cid in m.stderr_text() or (name == "object_dtype" and "|O" in m.stderr_text()),
                                     "log does not name %s: %r" % (cid, m.stderr_text()[-500:]))
-                log("  %-20s mounted, listed, EOPNOTSUPP on open, log names %s" % (name, cid))
+                log("  %-20s mounted, listed, %s, log names %s"
+                    % (name, "EOPNOTSUPP on open" if name == "object_dtype" else "40 bytes, EIO on read", cid))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,9 +337,9 @@ class BelowRoot(zfmount.MountedTestCase):
         for name, cid in [("unknown_codec", "nosuchcodec"), ("unknown_filter", "nosuchfilter")]:
             with self.subTest(node=name):
                 self.assertIn(name, os.listdir(self.m.mnt))
-                self.assertErrno(errno.EOPNOTSUPP, os.open, self.m.path(name), os.O_RDONLY)
+                self.assertUndecodable(self.m.path(name), 10 * 4, [cid])
                 self.assertIn(cid, self.m.stderr_text(), "log does not name %s" % cid)
-        log("  unknown compressor / filter below the root: listed, EOPNOTSUPP, named in the log")
+        log("  unknown compressor / filter below the root: listed, real size, EIO, named in the log")
 
 
 # ---------------------------------------------------------------------------------------------

