@@ -42,6 +42,7 @@ import time
 sys.dont_write_bytecode = True          # keep the source tree free of __pycache__
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zfmount  # noqa: E402
+import remote_servers as rs  # noqa: E402
 from zfmount import log  # noqa: E402
 
 REPO = zfmount.REPO
@@ -853,7 +854,7 @@ class MountHelper(zfmount.TestCase):
         super().tearDown()
 
     def mounted_and_reads(self, cmd, how, opts_expected=("ro",), unmount=("fusermount3", "-u"),
-                          env=None):
+                          env=None, source=None):
         """Run a mount command; check /proc/mounts (fuse.zarrfs, the store as source, options),
         read every array, unmount with `unmount`, and check the daemon is gone."""
         bg = BgMount(self.mnt, how)
@@ -868,7 +869,7 @@ class MountHelper(zfmount.TestCase):
             self.assertTrue(entries, "nothing mounted at %s:%s" % (self.mnt, detail))
             src, fstype, options = entries[-1]
             self.assertEqual(fstype, "fuse.zarrfs", detail)
-            self.assertEqual(src, STORE, detail)
+            self.assertEqual(src, source or STORE, detail)
             for o in opts_expected:
                 self.assertIn(o, options.split(","), "mount option %s missing: %s" % (o, options))
             for name, want in WANT.items():
@@ -942,12 +943,29 @@ class MountHelper(zfmount.TestCase):
 
     def test_03_fstab(self):
         """Each local fstab line of the man page (source and mount point replaced) mounts with
-        `mount -T FSTAB MNT`, reads right and ends with umount(8); a remote one (http(s)/s3 with
-        _netdev,nofail), its server replaced by a closed port of 127.0.0.1 (an S3 line gets
-        endpoint= that port and dummy credentials), fails with a clear connection error and
-        leaves nothing mounted."""
+        `mount -T FSTAB MNT`, reads right and ends with umount(8); so does an http(s) line
+        (_netdev,nofail) with its server replaced by an nginx on 127.0.0.1 serving the same
+        store. Each remote one (http(s)/s3), its server replaced by a closed port of 127.0.0.1
+        (an S3 line gets endpoint= that port and dummy credentials), fails with a clear
+        connection error and leaves nothing mounted."""
         fstab = os.path.join(WORK, "fstab")
-        for src, opts in self.fstab_lines():
+        lines = self.fstab_lines()
+        self.assertTrue([o for s_, o in lines if s_.startswith("http") and "_netdev" in o],
+                        "no http(s) fstab line with _netdev in the man page")
+        with rs.Nginx(os.path.dirname(STORE)) as web:
+            for src, opts in lines:
+                if not src.startswith("http"):
+                    continue
+                url = web.url(os.path.basename(STORE))
+                with open(fstab, "w") as f:
+                    f.write("# zarrfs test fstab\n%s  %s  fuse.zarrfs  %s  0  0\n"
+                            % (url, self.mnt, opts))
+                argv, options = self.mounted_and_reads(["mount", "-T", fstab, self.mnt],
+                                                       "mount -T (%s)" % opts,
+                                                       ("ro", "allow_other"),
+                                                       unmount=("umount",), source=url)
+                log("  fstab %s %-40s -> zarrfs %s" % (url, opts, " ".join(argv)))
+        for src, opts in lines:
             with self.subTest(source=src, options=opts):
                 remote = "://" in src
                 if remote:
