@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "zarrfs/cache.h"
 #include "zarrfs/codec.h"
@@ -74,6 +75,26 @@ zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta
 void zf_array_set_readahead(zf_array *a, unsigned bands);
 /* Size of the flat view in bytes: product(shape) * itemsize. */
 uint64_t zf_array_nbytes(const zf_array *a);
+/* The bytes a zero-copy read hands out: pieces of pinned cache entries (and of a shared zero
+ * buffer for absent chunks whose fill value is zero bytes), in order; release with
+ * zf_array_view_release once the bytes were delivered (e.g. after fuse_reply_iov). */
+#define ZF_VIEW_MAX_PIECES 1023 /* IOV_MAX less the reply header */
+#define ZF_VIEW_MAX_PINS 256
+typedef struct zf_array_view {
+    size_t npieces, npins, len;             /* len: bytes in all pieces */
+    struct iovec pieces[ZF_VIEW_MAX_PIECES]; /* iov_base is read-only memory */
+    zf_cache_entry *pins[ZF_VIEW_MAX_PINS];
+} zf_array_view;
+
+/* Like zf_array_read, but without copying: v describes the bytes [offset, offset + *nread) as
+ * pieces of cached chunks, pinned until zf_array_view_release. ZF_ERR_UNSUPPORTED when the read
+ * cannot be described so (an array open for writing, whose chunks may change; a fill value
+ * other than zero bytes; more pieces or chunks than v holds): the caller then copies with
+ * zf_array_read. Other errors as zf_array_read (nothing stays pinned then). */
+zf_status zf_array_read_view(zf_array *a, uint64_t offset, size_t len, zf_array_view *v,
+                             size_t *nread, zf_err *err);
+void zf_array_view_release(zf_array *a, zf_array_view *v);
+
 /* Read up to len bytes of the flat view at byte offset into buf; *nread is short only at the end
  * of the array (0 at or past it). Absent chunks read as the fill value. Errors: ZF_ERR_IO (store
  * failure), ZF_ERR_CORRUPT (a chunk failed to decode; err names the chunk key), ZF_ERR_NOMEM. */

@@ -658,3 +658,106 @@ zf_status zf_array_read(zf_array *a, uint64_t offset, void *buf, size_t len, siz
         *nread = len;
     return st;
 }
+
+/* ----- zero-copy reads (zf_array_read_view) ----- */
+
+/* What absent chunks with a zero fill value point into. */
+static const uint8_t zero_bytes[64 * 1024];
+
+typedef struct view_ctx {
+    zf_array *a;
+    zf_array_view *v;
+    uint64_t begin, end;
+    zf_err *err;
+} view_ctx;
+
+static zf_status view_piece(zf_array_view *v, const uint8_t *base, size_t n)
+{
+    if (v->npieces) { /* continues the previous piece in memory: merge */
+        struct iovec *p = &v->pieces[v->npieces - 1];
+        if ((const uint8_t *)p->iov_base + p->iov_len == base) {
+            p->iov_len += n;
+            v->len += n;
+            return ZF_OK;
+        }
+    }
+    if (v->npieces == ZF_VIEW_MAX_PIECES)
+        return ZF_ERR_UNSUPPORTED;
+    v->pieces[v->npieces++] = (struct iovec){(void *)base, n};
+    v->len += n;
+    return ZF_OK;
+}
+
+static zf_status view_run(void *ctx, const zf_run *run)
+{
+    view_ctx *r = ctx;
+    zf_array *a = r->a;
+    zf_array_view *v = r->v;
+    size_t isz = a->itemsize;
+    uint64_t rb = run->elem * isz, re = rb + run->count * isz;
+    if (rb < r->begin)
+        rb = r->begin;
+    if (re > r->end)
+        re = r->end;
+    size_t n = (size_t)(re - rb);
+    zf_cache_entry *e = NULL;
+    for (size_t i = v->npins; i-- > 0 && !e;) /* runs revisit recent chunks */
+        if (zf_cache_entry_chunk(v->pins[i]) == run->chunk)
+            e = v->pins[i];
+    if (!e) {
+        if (v->npins == ZF_VIEW_MAX_PINS)
+            return ZF_ERR_UNSUPPORTED;
+        zf_status st = zf_cache_get(a->cache, a->id, run->chunk, zf_array_load_chunk, a, &e,
+                                    r->err);
+        if (st != ZF_OK)
+            return st;
+        v->pins[v->npins++] = e;
+    }
+    const uint8_t *data = zf_cache_entry_data(e);
+    if (data)
+        return view_piece(v, data + run->in_chunk * isz + (rb - run->elem * isz), n);
+    if (!a->fill_is_zero)
+        return ZF_ERR_UNSUPPORTED;
+    for (size_t done = 0; done < n;) {
+        size_t k = n - done < sizeof zero_bytes ? n - done : sizeof zero_bytes;
+        zf_status st = view_piece(v, zero_bytes, k);
+        if (st != ZF_OK)
+            return st;
+        done += k;
+    }
+    return ZF_OK;
+}
+
+void zf_array_view_release(zf_array *a, zf_array_view *v)
+{
+    for (size_t i = 0; i < v->npins; i++)
+        zf_cache_release(a->cache, v->pins[i]);
+    v->npins = v->npieces = v->len = 0;
+}
+
+zf_status zf_array_read_view(zf_array *a, uint64_t offset, size_t len, zf_array_view *v,
+                             size_t *nread, zf_err *err)
+{
+    *nread = 0;
+    v->npieces = v->npins = v->len = 0;
+    if (a->writable)
+        return ZF_ERR_UNSUPPORTED;
+    if (offset >= a->nbytes || len == 0)
+        return ZF_OK;
+    if (len > a->nbytes - offset)
+        len = (size_t)(a->nbytes - offset);
+    size_t isz = a->itemsize;
+    uint64_t eb = offset / isz, ee = (offset + len + isz - 1) / isz;
+    if (a->pool) {
+        prefetch(a, eb, ee);
+        readahead_band(a, offset, len);
+    }
+    view_ctx r = {.a = a, .v = v, .begin = offset, .end = offset + len, .err = err};
+    zf_status st = zf_grid_runs(&a->grid, eb, ee, view_run, &r);
+    if (st != ZF_OK) {
+        zf_array_view_release(a, v);
+        return st;
+    }
+    *nread = len;
+    return ZF_OK;
+}

@@ -434,6 +434,41 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     fuse_reply_open(req, fi);
 }
 
+static void reply_read_error(fuse_req_t req, const zf_node *n, zf_status st, const zf_err *err,
+                             size_t size, uint64_t off)
+{
+    char what[600];
+    snprintf(what, sizeof what, "%s: read of %zu bytes at %llu", n->path, size,
+             (unsigned long long)off);
+    reply_status(req, st, err, what);
+}
+
+/* Answer a read straight from the cached chunks (fuse_reply_iov over pinned entries: no copy
+ * into a bounce buffer). False when the read cannot be described that way (see
+ * zf_array_read_view): the caller copies instead. */
+static bool reply_view(fuse_req_t req, zf_node *n, zf_array *a, uint64_t off, size_t size)
+{
+    zf_array_view *v = malloc(sizeof *v);
+    if (!v)
+        return false;
+    zf_err err = {""};
+    size_t got;
+    zf_status st = zf_array_read_view(a, off, size, v, &got, &err);
+    if (st == ZF_ERR_UNSUPPORTED) {
+        free(v);
+        return false;
+    }
+    if (st != ZF_OK)
+        reply_read_error(req, n, st, &err, size, off);
+    else if (v->npieces == 0)
+        fuse_reply_buf(req, NULL, 0);
+    else
+        fuse_reply_iov(req, v->pieces, (int)v->npieces);
+    zf_array_view_release(a, v);
+    free(v);
+    return true;
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
@@ -459,20 +494,18 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         reply_undecodable(req, n, (uint64_t)off, size);
         return;
     }
+    if (st == ZF_OK && reply_view(req, n, a, (uint64_t)off, size))
+        return;
     void *buf = st == ZF_OK ? malloc(size ? size : 1) : NULL;
     if (st == ZF_OK && !buf)
         st = ZF_ERR_NOMEM;
     size_t got = 0;
     if (st == ZF_OK)
         st = zf_array_read(a, (uint64_t)off, buf, size, &got, &err);
-    if (st != ZF_OK) {
-        char what[600];
-        snprintf(what, sizeof what, "%s: read of %zu bytes at %lld", n->path, size,
-                 (long long)off);
-        reply_status(req, st, &err, what);
-    } else {
+    if (st != ZF_OK)
+        reply_read_error(req, n, st, &err, size, (uint64_t)off);
+    else
         fuse_reply_buf(req, buf, got);
-    }
     free(buf);
 }
 

@@ -247,6 +247,74 @@ START_TEST(read_flat_view)
 }
 END_TEST
 
+/* Gather a view's pieces into out (what fuse_reply_iov sends). */
+static size_t gather(const zf_array_view *v, uint8_t *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < v->npieces; i++) {
+        memcpy(out + o, v->pieces[i].iov_base, v->pieces[i].iov_len);
+        o += v->pieces[i].iov_len;
+    }
+    ck_assert_uint_eq(o, v->len);
+    return o;
+}
+
+/* zf_array_read_view describes the same bytes zf_array_read copies, pins what it points into
+ * until released, and declines (UNSUPPORTED) where it cannot point: a non-zero fill value in an
+ * absent chunk, an array open for writing. */
+START_TEST(read_view_matches_read)
+{
+    static zf_array_view v;
+    uint64_t total = 13 * 11 * 4, limit = 8 * 11 * 4; /* rows past 8: the truncated chunk */
+    uint8_t want[13 * 11 * 4], got[13 * 11 * 4 + 16];
+    zf_err err = {""};
+    size_t n;
+    fixture fx;
+    open_fixture(&fx, "null", 1 << 20, true); /* absent chunk (1, 2) reads as zeros */
+    expected(want, 0);
+    srand(11);
+    for (int t = 0; t < 3000; t++) {
+        uint64_t off = (uint64_t)rand() % limit, len = 1 + (uint64_t)rand() % limit;
+        if (off + len > limit)
+            len = limit - off;
+        ck_assert_int_eq(zf_array_read_view(fx.a, off, len, &v, &n, &err), ZF_OK);
+        ck_assert_uint_eq(n, len);
+        ck_assert_uint_eq(gather(&v, got), len);
+        ck_assert_msg(memcmp(got, want + off, len) == 0, "off %llu len %llu",
+                      (unsigned long long)off, (unsigned long long)len);
+        ck_assert_uint_le(v.npins, 16);
+        /* contiguous bytes of one chunk are one piece: at most one piece per row and chunk */
+        ck_assert_uint_le(v.npieces, 2 * (len / 12 + 2));
+        zf_array_view_release(fx.a, &v);
+        ck_assert_uint_eq(v.npins, 0);
+    }
+    ck_assert_int_eq(zf_array_read_view(fx.a, total - 3, 100, &v, &n, &err), ZF_OK);
+    ck_assert_uint_eq(n, 3);
+    zf_array_view_release(fx.a, &v);
+    ck_assert_int_eq(zf_array_read_view(fx.a, total, 100, &v, &n, &err), ZF_OK);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_uint_eq(v.npieces, 0);
+    /* the truncated chunk is an error, and nothing stays pinned */
+    ck_assert_int_eq(zf_array_read_view(fx.a, limit - 8, 16, &v, &n, &err), ZF_ERR_CORRUPT);
+    ck_assert_uint_eq(v.npins, 0);
+    close_fixture(&fx); /* zf_cache_free requires every pin released */
+
+    open_fixture(&fx, "12345", 1 << 20, false);
+    expected(want, 12345);
+    /* chunk (1, 2): rows 4-7, columns 6-8 are absent: a fill pattern cannot be pointed at */
+    ck_assert_int_eq(zf_array_read_view(fx.a, (4 * 11 + 6) * 4, 12, &v, &n, &err),
+                     ZF_ERR_UNSUPPORTED);
+    ck_assert_uint_eq(v.npins, 0);
+    ck_assert_int_eq(zf_array_read_view(fx.a, 0, 4 * 11 * 4, &v, &n, &err), ZF_OK);
+    ck_assert_uint_eq(gather(&v, got), 4 * 11 * 4);
+    ck_assert_int_eq(memcmp(got, want, 4 * 11 * 4), 0);
+    zf_array_view_release(fx.a, &v);
+    ck_assert_int_eq(zf_array_enable_write(fx.a, false, &err), ZF_OK);
+    ck_assert_int_eq(zf_array_read_view(fx.a, 0, 16, &v, &n, &err), ZF_ERR_UNSUPPORTED);
+    close_fixture(&fx);
+}
+END_TEST
+
 /* Wait up to 5 s for the pool to have loaded chunk into the cache. */
 static bool eventually_cached(zf_cache *c, uint64_t chunk)
 {
@@ -354,5 +422,6 @@ START_TEST(a_second_pass_reads_ahead_again)
 END_TEST
 
 ZF_CHECK_MAIN("array", grid_arithmetic, grid_edge_cases, runs_match_brute_force, read_flat_view,
+              read_view_matches_read,
               sequential_reads_decode_the_next_band_ahead, readahead_of_two_bands,
               a_second_pass_reads_ahead_again)
