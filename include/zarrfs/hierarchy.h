@@ -78,9 +78,11 @@ zf_status zf_hierarchy_child(zf_hierarchy *h, zf_node *dir, const char *name, zf
 zf_node *zf_hierarchy_node(zf_hierarchy *h, uint64_t id);
 
 /* Names of the children of a directory node (groups and arrays, including ones whose metadata
- * is invalid or unsupported), malloc'd; free with zf_hierarchy_names_free. Kept for the metadata
+ * is invalid or unsupported, and implicit groups: directories without metadata above other
+ * nodes, docs/formats.md), malloc'd; free with zf_hierarchy_names_free. Kept for the metadata
  * TTL. A store that cannot list (a web server without index pages, no consolidated metadata)
- * gives an empty list and one log line; its nodes can still be looked up by name. */
+ * gives an empty list and one log line; its nodes can still be looked up by name, except those
+ * below implicit groups. */
 zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t *n,
                             zf_err *err);
 void zf_hierarchy_names_free(char **names, size_t n);

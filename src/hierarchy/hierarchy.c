@@ -6,7 +6,9 @@
  *   zarr-python's consolidate_metadata writes it) replaces the documents and listings.
  * - Zarr v3 core "Storage"/"Metadata": P/zarr.json ("zarr.json" at the root); chunks below P;
  *   children are sub-prefixes holding a zarr.json, or the entries of the root zarr.json's
- *   "consolidated_metadata" when it has them.
+ *   "consolidated_metadata" when it has them. Writers such as zarrita.js put nodes at deep paths
+ *   without documents for their parents: such a parent is an implicit group (v3_implicit below,
+ *   docs/formats.md "Implicit groups"), a directory without metadata.
  * - Draft of 2020 ("Storage keys"): meta/root/P.array.json or meta/root/P.group.json (the root:
  *   meta/root.array.json, meta/root.group.json); chunks below data/root/P; children from
  *   list_dir("meta/root/P"): X.array.json, X.group.json and implicit groups (a prefix X with
@@ -182,17 +184,32 @@ out:
     return st;
 }
 
-/* The metadata document of one v3 node: P/zarr.json. */
+/* An implicit group (both v3 drafts; final v3, see v3_implicit): a directory without a document,
+ * so without user.zarr.metadata; attributes "{}"; the hierarchy's time. */
+static zf_status implicit_group_meta(zf_hierarchy *h, zf_node_meta *m, struct timespec *mtime)
+{
+    m->format = h->format;
+    m->kind = ZF_NODE_GROUP;
+    *mtime = h->root_mtime;
+    return (m->attributes_json = strdup("{}")) ? ZF_OK : ZF_ERR_NOMEM;
+}
+
+static zf_status v3_implicit(zf_hierarchy *h, const char *path, zf_err *err);
+
+/* The metadata document of one v3 node: P/zarr.json; without one, maybe an implicit group. */
 static zf_status load_meta_v3(zf_hierarchy *h, const char *path, zf_node_meta *m,
                               struct timespec *mtime, zf_err *err)
 {
     char *key = zf_h_join(path, "zarr.json"), *text = NULL;
     size_t len;
     zf_status st = key ? zf_h_get_doc(h, key, &text, &len, err) : ZF_ERR_NOMEM;
-    if (st == ZF_OK)
-        st = zf_meta_parse_v3(key, text, len, m, err);
-    if (st == ZF_OK && zf_store_stat(h->store, key, NULL, mtime, NULL) != ZF_OK)
+    if (st == ZF_ERR_NOT_FOUND) {
+        if ((st = v3_implicit(h, path, err)) == ZF_OK)
+            st = implicit_group_meta(h, m, mtime);
+    } else if (st == ZF_OK && (st = zf_meta_parse_v3(key, text, len, m, err)) == ZF_OK &&
+               zf_store_stat(h->store, key, NULL, mtime, NULL) != ZF_OK) {
         *mtime = h->root_mtime;
+    }
     free(key);
     free(text);
     return st;
@@ -247,13 +264,8 @@ static zf_status load_meta_draft(zf_hierarchy *h, const char *path, zf_node_meta
         if (st == ZF_OK && path[0])
             zf_store_listing_free(&l);
         free(mp);
-        if (st == ZF_OK) {
-            m->format = h->format;
-            m->kind = ZF_NODE_GROUP;
-            if (!(m->attributes_json = strdup("{}")))
-                st = ZF_ERR_NOMEM;
-            *mtime = h->root_mtime;
-        }
+        if (st == ZF_OK)
+            st = implicit_group_meta(h, m, mtime);
     } else if (st == ZF_OK && zf_store_stat(h->store, key, NULL, mtime, NULL) != ZF_OK) {
         *mtime = h->root_mtime;
     }
@@ -519,8 +531,9 @@ static zf_status list_consolidated(yajl_val md, const char *source, const char *
         bool is_doc = false;
         for (const char *const *d = docs; slash && d && *d && !is_doc; d++)
             is_doc = strcmp(slash + 1, *d) == 0;
-        if (docs ? !is_doc : slash != NULL)
+        if (docs && !is_doc)
             continue;
+        /* v3: a node further down names the child too, an implicit group when it has no entry */
         zf_status st = zf_h_push_name(names, n, cap, rest, slash ? (size_t)(slash - rest) : strlen(rest));
         if (st != ZF_OK)
             return st;
@@ -547,26 +560,24 @@ static yajl_val own_consolidated(const zf_node *n, yajl_val *doc)
     return NULL;
 }
 
-/* Children of a v3 group from the inline consolidated metadata of the group itself or of its
- * nearest ancestor that has some (zarr-python 3 may consolidate below the root; its keys are
- * paths relative to that group). ZF_ERR_NOT_FOUND when none has any. */
-static zf_status list_own_consolidated(zf_hierarchy *h, zf_node *dir, char ***names, size_t *n,
-                                       size_t *cap)
+/* The inline consolidated metadata that lists the children of the v3 group at path: the
+ * group's own or its nearest ancestor's (zarr-python 3 may consolidate below the root; its keys
+ * are paths relative to that group). *doc is the caller's to free; *rel is path relative to that
+ * group (a suffix of path). ZF_ERR_NOT_FOUND when none has any. */
+static zf_status nearest_consolidated(zf_hierarchy *h, const char *path, yajl_val *md,
+                                      yajl_val *doc, const char **rel)
 {
-    char *anc = strdup(dir->path);
+    char *anc = strdup(path);
     if (!anc)
         return ZF_ERR_NOMEM;
     zf_status st = ZF_ERR_NOT_FOUND;
     for (;;) {
         zf_node *a;
-        yajl_val doc, md = NULL;
         if (zf_hierarchy_lookup(h, anc, &a, NULL) == ZF_OK && a->is_dir &&
-            (md = own_consolidated(a, &doc)) != NULL) {
+            (*md = own_consolidated(a, doc)) != NULL) {
             size_t al = strlen(anc);
-            const char *rel = dir->path + al + (al && dir->path[al] == '/');
-            st = list_consolidated(md, "zarr.json: \"consolidated_metadata\"", rel, NULL, names,
-                                   n, cap);
-            yajl_tree_free(doc);
+            *rel = path + al + (al && path[al] == '/');
+            st = ZF_OK;
             break;
         }
         if (!anc[0])
@@ -578,6 +589,100 @@ static zf_status list_own_consolidated(zf_hierarchy *h, zf_node *dir, char ***na
             anc[0] = '\0';
     }
     free(anc);
+    return st;
+}
+
+/* Children of a v3 group from the inline consolidated metadata of the group itself or of its
+ * nearest ancestor that has some. ZF_ERR_NOT_FOUND when none has any. */
+static zf_status list_own_consolidated(zf_hierarchy *h, zf_node *dir, char ***names, size_t *n,
+                                       size_t *cap)
+{
+    yajl_val md, doc;
+    const char *rel;
+    zf_status st = nearest_consolidated(h, dir->path, &md, &doc, &rel);
+    if (st == ZF_OK) {
+        st = list_consolidated(md, "zarr.json: \"consolidated_metadata\"", rel, NULL, names, n,
+                               cap);
+        yajl_tree_free(doc);
+    }
+    return st;
+}
+
+/* v3 consolidated metadata md (node paths relative to its group) names a node below rel. */
+static bool consolidated_below(yajl_val md, const char *rel)
+{
+    size_t rl = strlen(rel);
+    for (size_t i = 0; i < md->u.object.len; i++) {
+        const char *key = md->u.object.keys[i];
+        if (strncmp(key, rel, rl) == 0 && key[rl] == '/' && zf_key_is_valid(key))
+            return true;
+    }
+    return false;
+}
+
+/* Final v3 without consolidated metadata: the store holds something at path where a node could
+ * lie below it, a sub-prefix (a directory). Hidden names (starting with '.', which web servers'
+ * index pages leave out) count for neither path nor sub-prefix. A store that cannot list (a web
+ * server without index pages) cannot tell: not found. */
+static zf_status store_implicit(zf_hierarchy *h, const char *path, zf_err *err)
+{
+    const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+    if (name[0] == '.')
+        return ZF_ERR_NOT_FOUND;
+    zf_store_listing l;
+    zf_status st = zf_store_list_dir(h->store, path, &l, err);
+    if (st == ZF_ERR_UNSUPPORTED) {
+        if (err)
+            err->msg[0] = '\0';
+        return ZF_ERR_NOT_FOUND;
+    }
+    if (st != ZF_OK)
+        return st;
+    st = ZF_ERR_NOT_FOUND;
+    for (size_t i = 0; i < l.n && st != ZF_OK; i++)
+        if (l.entries[i].is_prefix && l.entries[i].name[0] && l.entries[i].name[0] != '.')
+            st = ZF_OK;
+    zf_store_listing_free(&l);
+    return st;
+}
+
+/* Final v3: whether path, which has no zarr.json, is an implicit group (docs/formats.md
+ * "Implicit groups"): its parent is a group, explicit or implicit, and a node may lie below it —
+ * the consolidated metadata that lists the parent's children (the root's, or the nearest
+ * ancestor's) has a path below it; without any, the store has a sub-prefix below it
+ * (store_implicit: one listing, never a deeper scan). ZF_OK when it is; ZF_ERR_NOT_FOUND when
+ * not; store failures as they come. */
+static zf_status v3_implicit(zf_hierarchy *h, const char *path, zf_err *err)
+{
+    if (!path[0])
+        return ZF_ERR_NOT_FOUND;
+    const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+    char *parent = slash ? strndup(path, (size_t)(slash - path)) : strdup("");
+    if (!parent)
+        return ZF_ERR_NOMEM;
+    zf_node *p;
+    zf_status st = zf_hierarchy_lookup(h, parent, &p, err);
+    if (st == ZF_OK && (!p->is_dir || p->virtual_root))
+        st = ZF_ERR_NOT_FOUND; /* below an array: its chunks */
+    if (st == ZF_OK) {
+        yajl_val md, doc;
+        const char *rel;
+        if (h->consolidated) {
+            st = consolidated_below(h->consolidated, path) ? ZF_OK : ZF_ERR_NOT_FOUND;
+        } else if ((st = nearest_consolidated(h, parent, &md, &doc, &rel)) == ZF_OK) {
+            char *r = zf_h_join(rel, name);
+            st = !r ? ZF_ERR_NOMEM : consolidated_below(md, r) ? ZF_OK : ZF_ERR_NOT_FOUND;
+            free(r);
+            yajl_tree_free(doc);
+        } else if (st == ZF_ERR_NOT_FOUND) {
+            st = store_implicit(h, path, err);
+        }
+    } else if (st != ZF_ERR_NOMEM && st != ZF_ERR_IO) {
+        st = ZF_ERR_NOT_FOUND; /* below an invalid or unsupported node: unreachable */
+    }
+    if (st == ZF_ERR_NOT_FOUND && err)
+        err->msg[0] = '\0';
+    free(parent);
     return st;
 }
 
@@ -723,9 +828,16 @@ static zf_status list_store(zf_hierarchy *h, const char *prefix, const char *con
                 found = zf_key_is_valid(child) && doc_exists(h, k);
             free(k);
         }
+        if (child && !found && st == ZF_OK && docs == v3_docs && zf_key_is_valid(child)) {
+            zf_status is = store_implicit(h, child, NULL); /* an implicit group? */
+            if (is == ZF_ERR_NOMEM)
+                st = is;
+            else /* one whose check fails is listed (and fails itself), as invalid nodes are */
+                found = is != ZF_ERR_NOT_FOUND;
+        }
         if (!child)
             st = ZF_ERR_NOMEM;
-        else if (found)
+        else if (found && st == ZF_OK)
             st = zf_h_push_name(names, n, cap, l.entries[i].name, strlen(l.entries[i].name));
         free(child);
     }

@@ -553,6 +553,11 @@ zf_status zf_hierarchy_set_attributes(zf_hierarchy *h, zf_node *node, const char
         return ZF_ERR_NOMEM;
     if (h->format == ZF_FORMAT_V2) {
         st = set_doc(h, node->prefix, ".zattrs", json, len, err);
+    } else if (!node->meta.metadata_json) { /* an implicit group becomes an explicit one */
+        if (asprintf(&doc, "{\n    \"zarr_format\": 3,\n    \"node_type\": \"group\",\n"
+                           "    \"attributes\": %s\n}\n", attrs) < 0)
+            doc = NULL;
+        st = doc ? set_doc(h, node->prefix, "zarr.json", doc, strlen(doc), err) : ZF_ERR_NOMEM;
     } else {
         const char *key = node->meta.metadata_key ? node->meta.metadata_key : "zarr.json";
         st = zf_json_replace_member(key, node->meta.metadata_json,

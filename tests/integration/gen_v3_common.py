@@ -115,7 +115,8 @@ def default_key(coords, sep="/"):
 def walk_v3(root):
     """(groups, arrays, docs) of a final-v3 directory store: relative node paths ('' = root)
     with a zarr.json; docs maps each path to (parsed document, stored bytes). A directory
-    without zarr.json is no node (final v3 has no implicit groups), nor is anything below it."""
+    without zarr.json is not visited (the stores walked here have no implicit groups: zarrfs
+    shows those, see test_implicit_groups.py), nor is anything below it."""
     groups, arrays, docs = [], [], {}
 
     def visit(rel):

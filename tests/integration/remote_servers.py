@@ -18,7 +18,8 @@ even when its watchdog ends it with os._exit; an atexit handler stops whatever i
   forwards what passes; unsigned requests pass unchanged (s3rver, like a public bucket, answers
   them). s3rver 3.7.1 answers a suffix range "bytes=-N" with bytes 0-N; the proxy asks for the
   last N bytes instead. It only pages Contents (max-keys never cuts CommonPrefixes), and its
-  continuation tokens need DES, hence node --openssl-legacy-provider.
+  continuation tokens need DES, hence node --openssl-legacy-provider. It reports a common prefix
+  only when an object lies directly in it; SigV4Proxy(fix_common_prefixes=True) adds the others.
 * S3Client: a small SigV4 client (keep-alive, threads) to upload stores and list buckets.
 * FaultServer(root): http.server serving a directory (GET/HEAD, single byte ranges incl. suffix
   ranges, HTML index pages for directories like `python3 -m http.server`), with faults scheduled
@@ -49,6 +50,8 @@ import tempfile
 import threading
 import time
 import urllib.parse
+import xml.etree.ElementTree as ET
+from xml.sax.saxutils import escape as xml_escape
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JS = os.path.join(HERE, "js")
@@ -613,6 +616,13 @@ class SigV4Proxy:
     fix_suffix_ranges (default) the proxy asks s3rver for the last N bytes as an explicit range
     (after a HEAD for the size), as S3 would answer; `suffix_fixed` counts those.
 
+    s3rver 3.7.1 also reports a common prefix of a delimited listing only when an object lies
+    directly in it (its walk of the bucket directory skips directories below a common prefix):
+    for "a/" it omits "a/b/" when a/b holds nothing but a/b/c/key; S3 reports every common
+    prefix. With fix_common_prefixes (off by default) the proxy adds the missing ones to the
+    first page of a delimited ListObjectsV2, found by listing the same prefix without a
+    delimiter; `prefixes_fixed` counts the prefixes it added.
+
     credentials: {access key: secret} or {access key: (secret, session token)} (a token must then
     come, signed, in x-amz-security-token). Unsigned requests are forwarded (anonymous). What is
     forwarded goes without its authentication headers (s3rver knows only its own key, S3RVER, and
@@ -620,10 +630,12 @@ class SigV4Proxy:
     `records` (method, decoded path, query pairs, signed?, key, verdict, status)."""
 
     def __init__(self, upstream_port, credentials, region="us-east-1", skew=900,
-                 fix_suffix_ranges=True):
+                 fix_suffix_ranges=True, fix_common_prefixes=False):
         self.upstream_port = upstream_port
         self.fix_suffix_ranges = fix_suffix_ranges
         self.suffix_fixed = 0
+        self.fix_common_prefixes = fix_common_prefixes
+        self.prefixes_fixed = 0
         self.mismatches = []      # details of the requests whose signature did not match
         self._pool = []
         self.credentials = dict(credentials)
@@ -674,6 +686,53 @@ class SigV4Proxy:
                 self.release(c)
             return r, data
         raise AssertionError("unreachable")
+
+    def add_common_prefixes(self, raw_path, raw_query, data):
+        """The body of a delimited ListObjectsV2 page with the common prefixes s3rver left out
+        (see the class doc), or data unchanged."""
+        q = dict(parse_query(raw_query))
+        delim = q.get("delimiter", "")
+        if (q.get("list-type") != "2" or not delim or "continuation-token" in q or
+                q.get("encoding-type")):
+            return data
+        prefix = q.get("prefix", "")
+        want, token = set(), None
+        while True:
+            pairs = [("list-type", "2"), ("prefix", prefix)]
+            if token:
+                pairs.append(("continuation-token", token))
+            r, page = self.forward("GET", raw_path + "?" + canonical_query(pairs), None, {})
+            if r.status != 200:
+                return data
+            root = ET.fromstring(page)
+            for el in root.iter():
+                if el.tag.rsplit("}", 1)[-1] == "Key" and el.text and el.text.startswith(prefix):
+                    rest = el.text[len(prefix):]
+                    i = rest.find(delim)
+                    if i >= 0:
+                        want.add(prefix + rest[:i + len(delim)])
+            truncated = token = None
+            for el in root:
+                name = el.tag.rsplit("}", 1)[-1]
+                if name == "IsTruncated":
+                    truncated = el.text == "true"
+                elif name == "NextContinuationToken":
+                    token = el.text
+            if not truncated or not token:
+                break
+        have = set(re.findall(r"<CommonPrefixes><Prefix>(.*?)</Prefix></CommonPrefixes>",
+                              data.decode("utf-8")))
+        have = {html.unescape(x) for x in have}
+        missing = sorted(want - have)
+        if not missing:
+            return data
+        with self.lock:
+            self.prefixes_fixed += len(missing)
+        extra = "".join("<CommonPrefixes><Prefix>%s</Prefix></CommonPrefixes>"
+                        % xml_escape(p) for p in missing)
+        text = data.decode("utf-8")
+        end = text.rindex("</ListBucketResult>")
+        return (text[:end] + extra + text[end:]).encode("utf-8")
 
     def verify(self, method, raw_path, raw_query, headers, body):
         """(verdict, access key): verdict "ok", "anonymous" or (status, S3 code, message)."""
@@ -783,6 +842,9 @@ class SigV4Proxy:
                             with proxy.lock:
                                 proxy.suffix_fixed += 1
                     r, data = proxy.forward(self.command, self.path, body or None, fwd)
+                    if (proxy.fix_common_prefixes and self.command == "GET" and r.status == 200
+                            and "delimiter=" in raw_query):
+                        data = proxy.add_common_prefixes(raw_path, raw_query, data)
                     self.send_response(r.status)
                     for k, v in r.getheaders():
                         if k.lower() not in ("connection", "keep-alive", "transfer-encoding",

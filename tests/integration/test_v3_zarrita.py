@@ -58,8 +58,9 @@ def setUpModule():
     t0 = time.monotonic()
     WRITTEN = os.path.join(WORK, "zarrita.zarr")
     NODES = gz.write(WRITTEN)
-    # final v3 has no implicit groups: a directory without zarr.json is no node
-    c3.write_files(WRITTEN, {"g1/not_a_node/c/0": b"\x00" * 8, "g1/not_a_node/readme.txt": "x"})
+    # a directory without zarr.json and without sub-directories is no node (no node can lie
+    # below it; one with sub-directories is an implicit group: test_implicit_groups.py)
+    c3.write_files(WRITTEN, {"g1/not_a_node/0.0": b"\x00" * 8, "g1/not_a_node/readme.txt": "x"})
     log("zarrita wrote %d nodes into %s (%.1f s)" % (len(NODES), WRITTEN, time.monotonic() - t0))
 
 
@@ -353,7 +354,7 @@ class ZarritaWritten(zfmount.MountedTestCase):
         self.assertEqual(sorted(groups), sorted(self.groups))
         check_listings(self, self.m.mnt, WRITTEN, groups)
         self.assertNotIn("not_a_node", os.listdir(self.m.path("g1")),
-                         "a directory without zarr.json is listed (final v3 has no implicit groups)")
+                         "a directory without zarr.json or sub-directories is listed")
         self.assertEqual(os.listdir(self.m.path("g1/g2/g3/empty_group")), [])
         self.assertIn("with spaces & symbols", os.listdir(self.m.path("g1")))
         log("  %d group listings match the hierarchy zarrita wrote" % len(groups))
