@@ -70,9 +70,10 @@ typedef struct zf_array zf_array;
 zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta *meta,
                         zf_cache *cache, zf_pool *pool, uint64_t array_id, zf_array **out,
                         zf_err *err);
-/* Keep a sequential reader `bands` bands of chunks ahead (default 1; at least 1), as far as a
- * quarter of the cache allows. */
-void zf_array_set_readahead(zf_array *a, unsigned bands);
+/* Keep a sequential reader `bands` bands of chunks ahead (default 1; at least 1), and at least
+ * `chunks` chunks ahead (0: no such bound) — for a remote store, enough requests in flight to
+ * cover its latency even where a band is one chunk — as far as a quarter of the cache allows. */
+void zf_array_set_readahead(zf_array *a, unsigned bands, unsigned chunks);
 /* Size of the flat view in bytes: product(shape) * itemsize. */
 uint64_t zf_array_nbytes(const zf_array *a);
 /* The bytes a zero-copy read hands out: pieces of pinned cache entries (and of a shared zero

@@ -438,7 +438,11 @@ zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta
 
 uint64_t zf_array_nbytes(const zf_array *a) { return a->nbytes; }
 
-void zf_array_set_readahead(zf_array *a, unsigned bands) { a->readahead = bands ? bands : 1; }
+void zf_array_set_readahead(zf_array *a, unsigned bands, unsigned chunks)
+{
+    a->readahead = bands ? bands : 1;
+    a->readahead_chunks = chunks;
+}
 
 void zf_array_close(zf_array *a)
 {
@@ -515,7 +519,10 @@ static void readahead_band(zf_array *a, uint64_t offset, size_t len)
     uint64_t dist = offset > prev ? offset - prev : prev - offset;
     bool sequential = dist <= 2 * (uint64_t)len;
     uint64_t fit = a->band_bytes ? zf_cache_capacity(a->cache) / 4 / a->band_bytes : 0;
-    uint64_t ahead = a->readahead < fit ? a->readahead : fit;
+    uint64_t want = (a->readahead_chunks + a->band_chunks - 1) / a->band_chunks;
+    if (want < a->readahead)
+        want = a->readahead;
+    uint64_t ahead = want < fit ? want : fit;
     if (!sequential || a->meta->ndim == 0 || ahead == 0)
         return;
     uint64_t next = offset / a->itemsize / a->band_elems + 1; /* the band after this read's */

@@ -44,6 +44,7 @@ struct zf_array {
     uint64_t band_elems;   /* elements of the flat view per band: chunks[0] * product(shape[1..]) */
     uint64_t band_bytes;   /* decoded bytes of one band (saturated) */
     unsigned readahead;            /* bands to keep a sequential reader ahead by (>= 1) */
+    unsigned readahead_chunks;     /* ... and chunks, at least (0: none) */
     _Atomic uint64_t last_end;     /* byte just past the previous read, to spot sequential reads */
     _Atomic uint64_t next_band;    /* bands below this are already queued for readahead */
     /* writing (array_write.c) */

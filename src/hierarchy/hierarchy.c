@@ -958,7 +958,7 @@ zf_status zf_hierarchy_array(zf_hierarchy *h, zf_node *node, zf_array **out, zf_
                                 node->id + (node->gen << GEN_SHIFT), &node->array, err)
                 : ZF_ERR_NOMEM;
         if (st == ZF_OK)
-            zf_array_set_readahead(node->array, h->readahead);
+            zf_array_set_readahead(node->array, h->readahead, h->readahead_chunks);
         free(dp);
     }
     *out = node->array;
@@ -1116,6 +1116,9 @@ zf_status zf_hierarchy_open(zf_store *store, const char *store_name,
         h->threads = opts->io_threads; /* workers mostly wait for the network */
     h->ttl = opts->metadata_ttl;
     h->readahead = opts->readahead;
+    /* A remote store: twice as many chunks ahead as requests may be in flight, so that the
+     * connections stay busy while the reader consumes what arrived (one band may be one chunk). */
+    h->readahead_chunks = zf_store_is_remote(store) ? 2 * opts->io_threads : 0;
     h->writable = opts->writable;
     h->write_empty_chunks = opts->write_empty_chunks;
     zf_status st;

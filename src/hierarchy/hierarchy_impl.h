@@ -14,6 +14,7 @@ struct zf_hierarchy {
     unsigned threads;
     double ttl;         /* metadata TTL in seconds; 0: forever */
     unsigned readahead; /* bands */
+    unsigned readahead_chunks; /* chunks ahead at least (remote stores) */
     bool warned_unlistable;
     pthread_mutex_t mu;
     zf_node *buckets[NBUCKETS];

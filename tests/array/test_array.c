@@ -355,7 +355,7 @@ START_TEST(readahead_of_two_bands)
 {
     fixture fx; /* 13 x 11 in 4 x 3 chunks: 4 bands of 4 chunks */
     open_fixture(&fx, "0", 1 << 20, true);
-    zf_array_set_readahead(fx.a, 2);
+    zf_array_set_readahead(fx.a, 2, 0);
     uint8_t buf[44];
     size_t got;
     zf_err err = {""};
@@ -368,6 +368,24 @@ START_TEST(readahead_of_two_bands)
     ck_assert(!zf_cache_contains(fx.cache, 1, 12)); /* band 3: beyond two bands */
     ck_assert_int_eq(zf_array_read(fx.a, 4 * 44, buf, 44, &got, &err), ZF_OK); /* band 1 */
     ck_assert(eventually_cached(fx.cache, 12)); /* now band 3 is two ahead */
+    close_fixture(&fx);
+}
+END_TEST
+
+/* A remote store's readahead in chunks: bands of 4 chunks, at least 9 chunks ahead: 3 bands. */
+START_TEST(readahead_in_chunks)
+{
+    fixture fx;
+    open_fixture(&fx, "0", 1 << 20, true);
+    zf_array_set_readahead(fx.a, 1, 9);
+    uint8_t buf[44];
+    size_t got;
+    zf_err err = {""};
+    ck_assert_int_eq(zf_array_read(fx.a, 0, buf, 44, &got, &err), ZF_OK);
+    ck_assert_int_eq(zf_array_read(fx.a, 44, buf, 44, &got, &err), ZF_OK); /* band 0, row 1 */
+    for (uint64_t c = 4; c < 16; c++) /* bands 1 to 3 (chunk 8 is truncated: never cached) */
+        if (c != 8)
+            ck_assert_msg(eventually_cached(fx.cache, c), "chunk %llu", (unsigned long long)c);
     close_fixture(&fx);
 }
 END_TEST
@@ -424,4 +442,5 @@ END_TEST
 ZF_CHECK_MAIN("array", grid_arithmetic, grid_edge_cases, runs_match_brute_force, read_flat_view,
               read_view_matches_read,
               sequential_reads_decode_the_next_band_ahead, readahead_of_two_bands,
+              readahead_in_chunks,
               a_second_pass_reads_ahead_again)
