@@ -6,11 +6,21 @@
  * each filter is an array -> array codec on the flat element buffer, the raw element bytes are
  * the array -> bytes step (identity), and the compressor is a bytes -> bytes codec.
  *
- * Decoding runs the chain backwards. Every step is told the exact size its output must have
- * (computed forwards from the chunk's decoded representation with zf_codec_ops.resolve); a
- * codec whose input would decode to any other size fails with ZF_ERR_CORRUPT, and decompressors
- * write into a buffer of exactly that size, so a decompression bomb is rejected without
- * allocating the excess. */
+ * Decoding runs the chain backwards. Where the size of a step's output is known (computed
+ * forwards from the chunk's decoded representation with zf_codec_ops.resolve) the step is told
+ * it exactly; a codec whose input would decode to any other size fails with ZF_ERR_CORRUPT, and
+ * decompressors write into a buffer of exactly that size, so a decompression bomb is rejected
+ * without allocating the excess. The final step always knows its size (the chunk's).
+ *
+ * Some intermediate byte strings have a size only the data can tell: the input of a codec that
+ * follows a compressor or a sharding codec in encode order (v3 `bytes -> zstd -> gzip`,
+ * `sharding_indexed -> gzip`, the 2022 draft's `endian -> gzip -> blosc`, a v2 compressor used
+ * as a filter). There the codec says the size from its data where its format states it
+ * (zf_codec_ops.decoded_size: checksums, blosc's header, lz4's size prefix, zstd frames with a
+ * content size), or else decodes into a buffer of a bounded size and reports how much it wrote
+ * (zf_codec_ops.decode_bounded: zlib, gzip, bz2, lzma, zstd frames without a content size). The
+ * bound is zf_chain_unknown_bound's: output beyond it is ZF_ERR_CORRUPT, found without
+ * producing or allocating more. */
 #ifndef ZARRFS_CODEC_H
 #define ZARRFS_CODEC_H
 
@@ -56,10 +66,13 @@ typedef struct zf_codec_ops {
     zf_status (*decode)(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
                         size_t in_len, uint8_t *out, size_t out_len, zf_err *err);
     void (*destroy)(zf_codec *c);
-    /* Optional (NULL when only decoding can tell, as for compressors): the exact size decode
-     * will produce from in[0..in_len), for codecs whose decoded size follows from the encoded
-     * one (checksums, dtype filters, shuffle, base64). zf_chain_decode uses it where resolve
-     * could not know the size, e.g. a crc32c after a compressor. Errors: ZF_ERR_CORRUPT. */
+    /* Optional (NULL when only decoding can tell, as for zlib): the exact size decode will
+     * produce from in[0..in_len), for codecs whose decoded size follows from the encoded one
+     * (checksums, dtype filters, shuffle, base64) or that their format states (blosc's header,
+     * lz4's size prefix, zstd's frame content sizes). zf_chain_decode uses it where resolve
+     * could not know the size, e.g. a crc32c after a compressor. Errors: ZF_ERR_CORRUPT;
+     * ZF_ERR_UNSUPPORTED when the data does not say (zstd frames without a content size; the
+     * codec then has decode_bounded). */
     zf_status (*decoded_size)(const zf_codec *c, const uint8_t *in, size_t in_len,
                               size_t *out_len, zf_err *err);
     /* Encode in[0..in_len) (in_len == decoded->nbytes; `decoded` is the representation of the
@@ -75,6 +88,15 @@ typedef struct zf_codec_ops {
     zf_status (*encode)(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
                         size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
                         zf_err *err);
+    /* Optional, for bytes -> bytes codecs whose decoded size neither resolve nor the data's own
+     * header tells (zlib, gzip, bz2, lzma; zstd frames without a content size): decode
+     * in[0..in_len) into out[0..cap), *produced (<= cap) bytes. zf_chain_decode uses it where
+     * resolve could not know the size and decoded_size is NULL or fails with
+     * ZF_ERR_UNSUPPORTED (zstd: "the frames do not say"). Errors: ZF_ERR_CORRUPT when the
+     * input is malformed, or when it would decode to more than cap bytes: then *produced is
+     * SIZE_MAX, and nothing past out[cap) was written or decoded; ZF_ERR_NOMEM. */
+    zf_status (*decode_bounded)(const zf_codec *c, const uint8_t *in, size_t in_len,
+                                uint8_t *out, size_t cap, size_t *produced, zf_err *err);
 } zf_codec_ops;
 
 /* zf_codec_ops.encode flags. */
@@ -190,9 +212,29 @@ zf_status zf_chain_resolve(const zf_codec_chain *chain, const zf_chunk_repr *dec
 
 /* Decode one stored chunk (in, in_len bytes) into out, which holds exactly decoded->nbytes
  * bytes (the chunk's elements in C order in decoded->dtype). Errors: ZF_ERR_CORRUPT (message
- * names the codec), ZF_ERR_NOMEM, ZF_ERR_INVALID. */
+ * names the codec), ZF_ERR_NOMEM, ZF_ERR_INVALID. Intermediate results of unknown size are
+ * bounded by zf_chain_unknown_bound. */
 zf_status zf_chain_decode(const zf_codec_chain *chain, const zf_chunk_repr *decoded,
                           const uint8_t *in, size_t in_len, uint8_t *out, zf_err *err);
+
+/* The decompression-bomb limit for an intermediate byte string of unknown size in the decode
+ * of `chain` for chunks of `decoded` (see the top of this file): 2 * M + 1 MiB + S bytes
+ * (saturating at SIZE_MAX), where M is the largest known representation of the chain (the
+ * chunk's decoded bytes, or more after a widening filter such as astype <f4 -> <f8), and S is,
+ * for each sharding_indexed codec of the chain, its encoded index bytes plus 256 bytes per
+ * inner chunk plus, recursively, S of its inner chain (the framing a compressor adds to each
+ * small inner chunk). That holds whatever the codecs write from such data (compressors and
+ * checksums add far less than M, one base64 a third of it) and bounds what a hostile chunk can
+ * make zarrfs produce: for chunks within zarrfs's 2 GiB limit, 4 GiB + 1 MiB plus the sharding
+ * terms. A step that would produce more, or whose data states a larger size, fails with
+ * ZF_ERR_CORRUPT naming the codec. The step's buffer is first sized M + M/8 + S + 64 KiB (what
+ * any compressor makes of incompressible data fits) and the step is decoded again into one of
+ * the full bound only when that is too small; untouched pages of it are never backed.
+ * Errors: as zf_chain_resolve (then *bound is 0). */
+#define ZF_UNKNOWN_SLACK ((size_t)1 << 20)
+#define ZF_UNKNOWN_PER_INNER_CHUNK ((size_t)256)
+zf_status zf_chain_unknown_bound(const zf_codec_chain *chain, const zf_chunk_repr *decoded,
+                                 size_t *bound, zf_err *err);
 
 /* Encode one chunk: in holds exactly decoded->nbytes bytes (the chunk's elements in C order in
  * decoded->dtype); the codecs run first to last. *out (malloc'd, the caller frees it) receives

@@ -5,6 +5,9 @@
  * against the real sizes first (nbytes == out_len, cbytes == in_len, blosc_cbuffer_validate).
  * blosc_decompress_ctx with one thread keeps no global state and is safe from many threads.
  *
+ * Where the chain does not know the decoded size (blosc after another compressor),
+ * decoded_size reads it from the header. "shuffle" may also be GDAL's string form.
+ *
  * Encoding is numcodecs' blosc.compress: blosc_compress_ctx (one thread) with cname, clevel,
  * shuffle (-1, AUTOSHUFFLE: bit shuffle for 1-byte items, else byte shuffle), blocksize (0:
  * automatic) and typesize the configuration's, else the item size of the array it is given
@@ -12,6 +15,7 @@
 #include <blosc.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "codec_impl.h"
 
@@ -56,6 +60,20 @@ static zf_status blosc_decode(const zf_codec *c, const zf_chunk_repr *decoded, c
     return ZF_OK;
 }
 
+/* The header's nbytes (where the chain does not know the size, e.g. after gzip); decode
+ * checks the rest of the header. */
+static zf_status blosc_decoded_size(const zf_codec *c, const uint8_t *in, size_t in_len,
+                                    size_t *out_len, zf_err *err)
+{
+    (void)c;
+    if (in_len < BLOSC_MIN_HEADER_LENGTH)
+        return zf_fail(err, ZF_ERR_CORRUPT, "blosc: %zu bytes, too short for a header", in_len);
+    size_t nbytes, cbytes, blocksize;
+    blosc_cbuffer_sizes(in, &nbytes, &cbytes, &blocksize);
+    *out_len = nbytes;
+    return ZF_OK;
+}
+
 static zf_status blosc_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
                               size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
                               zf_err *err)
@@ -96,7 +114,27 @@ static const zf_codec_ops blosc_ops = {
     .decode = blosc_decode,
     .destroy = zf_codec_destroy_plain,
     .encode = blosc_encode,
+    .decoded_size = blosc_decoded_size,
 };
+
+/* "shuffle": numcodecs' integer (-1 AUTOSHUFFLE, 0, 1, 2), or the string GDAL 3.4-3.7 writes:
+ * its BLOSC_SHUFFLE creation option as given, "NONE", "BYTE" or "BIT" or their aliases "0",
+ * "1", "2" (GDAL's own writer matches them without regard to case: cpl_compressor.cpp). */
+static zf_status blosc_shuffle(yajl_val cfg, long long *shuffle, zf_err *err)
+{
+    yajl_val v = zf_cfg_get(cfg, "shuffle");
+    if (!v || !YAJL_IS_STRING(v))
+        return zf_cfg_int(cfg, "blosc", "shuffle", false, true, 1, -1, 2, shuffle, err);
+    static const char *const names[][2] = {{"NONE", "0"}, {"BYTE", "1"}, {"BIT", "2"}};
+    for (long long i = 0; i < 3; i++)
+        if (strcasecmp(v->u.string, names[i][0]) == 0 || strcmp(v->u.string, names[i][1]) == 0) {
+            *shuffle = i;
+            return ZF_OK;
+        }
+    return zf_fail(err, ZF_ERR_INVALID,
+                   "blosc: \"shuffle\": expected -1, 0, 1 or 2 (or GDAL's \"NONE\", \"BYTE\" or "
+                   "\"BIT\")");
+}
 
 zf_status zf_codec_blosc_new(yajl_val cfg, zf_codec **out, zf_err *err)
 {
@@ -105,7 +143,7 @@ zf_status zf_codec_blosc_new(yajl_val cfg, zf_codec **out, zf_err *err)
     zf_status st;
     if ((st = zf_cfg_string(cfg, "blosc", "cname", false, &cname, err)) ||
         (st = zf_cfg_int(cfg, "blosc", "clevel", false, true, 5, 0, 9, &clevel, err)) ||
-        (st = zf_cfg_int(cfg, "blosc", "shuffle", false, true, 1, -1, 2, &shuffle, err)) ||
+        (st = blosc_shuffle(cfg, &shuffle, err)) ||
         (st = zf_cfg_int(cfg, "blosc", "blocksize", false, true, 0, 0, INT32_MAX, &blocksize,
                          err)) ||
         (st = zf_cfg_int(cfg, "blosc", "typesize", false, true, 0, 0, 255, &typesize, err)))

@@ -14,7 +14,8 @@ typedef struct bz2_codec {
 } bz2_codec;
 
 /* Decode one stream into out[0..cap). *bad_data tells a malformed stream from the other errors
- * (a malformed stream after the first is ignored, as Python does). */
+ * (a malformed stream after the first is ignored, as Python does); *produced is SIZE_MAX when
+ * the stream holds more than cap bytes. total: for messages (ZF_SIZE_UNKNOWN: bounded). */
 static zf_status bz2_stream(const uint8_t *in, size_t in_len, uint8_t *out, size_t cap,
                             size_t base, size_t total, size_t *used, size_t *produced,
                             bool *bad_data, zf_err *err)
@@ -40,6 +41,7 @@ static zf_status bz2_stream(const uint8_t *in, size_t in_len, uint8_t *out, size
         if (s.avail_out == 0) {
             if (probing) {
                 st = zf_codec_too_long(err, "bz2", total);
+                *produced = SIZE_MAX;
                 break;
             }
             if (out_given < cap) {
@@ -56,8 +58,10 @@ static zf_status bz2_stream(const uint8_t *in, size_t in_len, uint8_t *out, size
         unsigned before_in = s.avail_in, before_out = s.avail_out;
         rc = BZ2_bzDecompress(&s);
         if (rc == BZ_STREAM_END) {
-            if (probing && s.avail_out == 0)
+            if (probing && s.avail_out == 0) {
                 st = zf_codec_too_long(err, "bz2", total);
+                *produced = SIZE_MAX;
+            }
             break;
         }
         if (rc == BZ_OK) {
@@ -89,35 +93,55 @@ static zf_status bz2_stream(const uint8_t *in, size_t in_len, uint8_t *out, size
     return st;
 }
 
-static zf_status bz2_decode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
-                            size_t in_len, uint8_t *out, size_t out_len, zf_err *err)
+/* Every stream into out[0..cap), *done bytes (SIZE_MAX: more than cap); total as for
+ * bz2_stream. */
+static zf_status bz2_streams(const uint8_t *in, size_t in_len, uint8_t *out, size_t cap,
+                             size_t total, size_t *done, zf_err *err)
 {
-    (void)c;
-    (void)decoded;
-    size_t pos = 0, done = 0;
+    size_t pos = 0;
+    *done = 0;
     if (in_len == 0)
-        return zf_codec_too_short(err, "bz2", 0, out_len);
+        return zf_codec_too_short(err, "bz2", 0, total);
     while (pos < in_len) {
         size_t used = 0, produced = 0;
         bool bad;
         zf_err e2 = {""};
-        zf_status st = bz2_stream(in + pos, in_len - pos, out + done, out_len - done, done,
-                                  out_len, &used, &produced, &bad, &e2);
+        zf_status st = bz2_stream(in + pos, in_len - pos, out + *done, cap - *done, *done,
+                                  total, &used, &produced, &bad, &e2);
         if (st != ZF_OK) {
             if (pos > 0 && bad) /* trailing bytes that are not a stream: ignored */
                 break;
             if (err)
                 *err = e2;
+            if (produced == SIZE_MAX)
+                *done = SIZE_MAX;
             return st;
         }
         if (used == 0)
             return zf_fail(err, ZF_ERR_CORRUPT, "bz2: empty stream");
         pos += used;
-        done += produced;
+        *done += produced;
     }
-    if (done != out_len)
-        return zf_codec_too_short(err, "bz2", done, out_len);
     return ZF_OK;
+}
+
+static zf_status bz2_decode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                            size_t in_len, uint8_t *out, size_t out_len, zf_err *err)
+{
+    (void)c;
+    (void)decoded;
+    size_t done;
+    zf_status st = bz2_streams(in, in_len, out, out_len, out_len, &done, err);
+    if (st == ZF_OK && done != out_len)
+        return zf_codec_too_short(err, "bz2", done, out_len);
+    return st;
+}
+
+static zf_status bz2_decode_bounded(const zf_codec *c, const uint8_t *in, size_t in_len,
+                                    uint8_t *out, size_t cap, size_t *produced, zf_err *err)
+{
+    (void)c;
+    return bz2_streams(in, in_len, out, cap, ZF_SIZE_UNKNOWN, produced, err);
 }
 
 static zf_status bz2_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
@@ -183,6 +207,7 @@ static const zf_codec_ops bz2_ops = {
     .decode = bz2_decode,
     .destroy = zf_codec_destroy_plain,
     .encode = bz2_encode,
+    .decode_bounded = bz2_decode_bounded,
 };
 
 zf_status zf_codec_bz2_new(yajl_val cfg, zf_codec **out, zf_err *err)

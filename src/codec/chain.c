@@ -3,8 +3,9 @@
  * Decoding runs the codecs last to first. Every step but the final one writes into one of two
  * scratch buffers (ping-pong), the final step writes into the caller's buffer, so a chain of one
  * codec decodes straight into place. Each step's output size comes from zf_chain_resolve; where
- * that is unknown (a checksum after a compressor) the codec's decoded_size op says it from the
- * data. */
+ * that is unknown (anything after a compressor or a sharding codec in encode order) the codec's
+ * decoded_size op says it from the data, or its decode_bounded op decodes into a buffer bounded
+ * by zf_chain_unknown_bound and says how much it wrote (see include/zarrfs/codec.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,124 @@ static uint8_t *scratch_get(scratch *s, size_t n)
 
 #define STACK_REPRS 6
 
+static size_t sat_add(size_t a, size_t b)
+{
+    return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+
+static size_t sat_mul(size_t a, size_t b)
+{
+    return b && a > SIZE_MAX / b ? SIZE_MAX : a * b;
+}
+
+/* S of zf_chain_unknown_bound: what the sharding codecs of a chain add to their shards beyond
+ * the proportional part (index, framing per inner chunk, nested shards). */
+static size_t sharding_slack(const zf_codec_chain *chain, unsigned depth)
+{
+    size_t s = 0;
+    for (size_t i = 0; i < chain->n; i++) {
+        zf_sharding sh;
+        if (!zf_codec_sharding(chain->codecs[i], &sh))
+            continue;
+        size_t per = ZF_UNKNOWN_PER_INNER_CHUNK;
+        if (sh.codecs && depth < ZF_V3_MAX_DEPTH)
+            per = sat_add(per, sharding_slack(sh.codecs, depth + 1));
+        s = sat_add(s, sat_add(sh.index_nbytes, sat_mul((size_t)sh.nchunks, per)));
+    }
+    return s;
+}
+
+/* M and S of zf_chain_unknown_bound from the resolved representations. */
+static void bound_terms(const zf_codec_chain *chain, const zf_chunk_repr *reprs, size_t *m,
+                        size_t *s)
+{
+    *m = 0;
+    for (size_t i = 0; i <= chain->n; i++)
+        if (reprs[i].nbytes != ZF_SIZE_UNKNOWN && reprs[i].nbytes > *m)
+            *m = reprs[i].nbytes;
+    *s = sharding_slack(chain, 0);
+}
+
+static size_t bound_of(size_t m, size_t s)
+{
+    return sat_add(sat_add(sat_mul(m, 2), ZF_UNKNOWN_SLACK), s);
+}
+
+zf_status zf_chain_unknown_bound(const zf_codec_chain *chain, const zf_chunk_repr *decoded,
+                                 size_t *bound, zf_err *err)
+{
+    *bound = 0;
+    zf_chunk_repr stack[STACK_REPRS], *reprs = stack;
+    if (chain->n + 1 > STACK_REPRS && !(reprs = malloc((chain->n + 1) * sizeof *reprs)))
+        return ZF_ERR_NOMEM;
+    zf_status st = zf_chain_resolve(chain, decoded, reprs, err);
+    if (st == ZF_OK) {
+        size_t m, s;
+        bound_terms(chain, reprs, &m, &s);
+        *bound = bound_of(m, s);
+    }
+    if (reprs != stack)
+        free(reprs);
+    return st;
+}
+
+/* One decode step whose output size resolve could not know: into scratch *buf, *len bytes.
+ * bound/first: zf_chain_unknown_bound's limit and the first buffer size. */
+static zf_status decode_unknown(const zf_codec *c, const uint8_t *in, size_t in_len,
+                                size_t bound, size_t first, scratch *buf, const uint8_t **dst,
+                                size_t *len, zf_err *err)
+{
+    const char *name = c->ops->name;
+    zf_status st = ZF_ERR_UNSUPPORTED;
+    zf_err e = {""};
+    if (c->ops->decoded_size) {
+        st = c->ops->decoded_size(c, in, in_len, len, &e);
+        if (st == ZF_OK) {
+            if (*len > bound)
+                return zf_fail(err, ZF_ERR_CORRUPT,
+                               "%s: the data says %zu decoded bytes, more than the %zu bytes "
+                               "allowed for an intermediate result",
+                               name, *len, bound);
+            uint8_t *out = scratch_get(buf, *len);
+            if (!out)
+                return ZF_ERR_NOMEM;
+            zf_chunk_repr target;
+            zf_repr_bytes(&target, *len);
+            *dst = out;
+            return c->ops->decode(c, &target, in, in_len, out, *len, err);
+        }
+        if (st != ZF_ERR_UNSUPPORTED || !c->ops->decode_bounded) {
+            if (err)
+                *err = e;
+            return st;
+        }
+    }
+    if (!c->ops->decode_bounded)
+        return zf_fail(err, ZF_ERR_UNSUPPORTED,
+                       "%s: cannot decode here: its decoded size is not known (it follows a "
+                       "codec whose output size only the data can tell)",
+                       name);
+    for (size_t cap = first < bound ? first : bound;; cap = bound) {
+        uint8_t *out = scratch_get(buf, cap);
+        if (!out)
+            return ZF_ERR_NOMEM;
+        size_t produced = 0;
+        st = c->ops->decode_bounded(c, in, in_len, out, cap, &produced, err);
+        if (st == ZF_OK) {
+            *dst = out;
+            *len = produced;
+            return ZF_OK;
+        }
+        if (st != ZF_ERR_CORRUPT || produced != SIZE_MAX)
+            return st;
+        if (cap == bound)
+            return zf_fail(err, ZF_ERR_CORRUPT,
+                           "%s: data decodes to more than the %zu bytes allowed for an "
+                           "intermediate result",
+                           name, bound);
+    }
+}
+
 zf_status zf_chain_decode(const zf_codec_chain *chain, const zf_chunk_repr *decoded,
                           const uint8_t *in, size_t in_len, uint8_t *out, zf_err *err)
 {
@@ -88,31 +207,32 @@ zf_status zf_chain_decode(const zf_codec_chain *chain, const zf_chunk_repr *deco
         return ZF_ERR_NOMEM;
     zf_status st = zf_chain_resolve(chain, decoded, reprs, err);
     scratch buf[2] = {{NULL, 0}, {NULL, 0}};
+    size_t bound = 0, first = 0; /* for sizes only the data can tell; computed when needed */
     const uint8_t *cur = in;
     size_t cur_len = in_len;
     for (size_t k = 0; st == ZF_OK && k < n; k++) {
         size_t i = n - 1 - k; /* codec i turns reprs[i + 1] into reprs[i] */
         const zf_codec *c = chain->codecs[i];
-        zf_chunk_repr target = reprs[i];
-        size_t len = target.nbytes;
-        if (len == ZF_SIZE_UNKNOWN) {
-            if (!c->ops->decoded_size) {
-                st = zf_fail(err, ZF_ERR_UNSUPPORTED,
-                             "%s: cannot decode here: its decoded size is not known (it follows "
-                             "a codec whose output size only the data can tell)",
-                             c->ops->name);
-                break;
+        size_t len = reprs[i].nbytes;
+        if (len == ZF_SIZE_UNKNOWN) { /* never i == 0: the chunk's size is known */
+            if (!bound) {
+                size_t m, s;
+                bound_terms(chain, reprs, &m, &s);
+                bound = bound_of(m, s);
+                first = sat_add(sat_add(sat_add(m, m / 8), s), (size_t)64 << 10);
             }
-            if ((st = c->ops->decoded_size(c, cur, cur_len, &len, err)) != ZF_OK)
-                break;
-            zf_repr_bytes(&target, len);
+            const uint8_t *dst = NULL;
+            st = decode_unknown(c, cur, cur_len, bound, first, &buf[k & 1], &dst, &len, err);
+            cur = dst;
+            cur_len = len;
+            continue;
         }
         uint8_t *dst = i == 0 ? out : scratch_get(&buf[k & 1], len);
         if (!dst) {
             st = ZF_ERR_NOMEM;
             break;
         }
-        st = c->ops->decode(c, &target, cur, cur_len, dst, len, err);
+        st = c->ops->decode(c, &reprs[i], cur, cur_len, dst, len, err);
         cur = dst;
         cur_len = len;
     }

@@ -36,6 +36,8 @@ zf_status zf_codec_crc32_new(yajl_val cfg, zf_codec **out, zf_err *err);
 zf_status zf_codec_adler32_new(yajl_val cfg, zf_codec **out, zf_err *err);
 zf_status zf_codec_crc32c_new(yajl_val cfg, zf_codec **out, zf_err *err);
 zf_status zf_codec_base64_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_fletcher32_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_jenkins_lookup3_new(yajl_val cfg, zf_codec **out, zf_err *err);
 
 /* --- numcodecs configuration fields ---
  * Each getter looks up `key` in the object cfg. An absent key (or JSON null where the getter says
@@ -162,16 +164,28 @@ const char *zf_dtype_str(const zf_dtype *dt, char *buf);
 
 /* --- the bounded-output rule shared by the decompressors --- */
 
-/* Messages for the three ways a decompressor can miss out_len. */
+/* Messages for the ways a decompressor can miss out_len (ZF_SIZE_UNKNOWN: decoding with
+ * decode_bounded, where the size is not known). */
 zf_status zf_codec_too_long(zf_err *err, const char *codec, size_t out_len);
 zf_status zf_codec_too_short(zf_err *err, const char *codec, size_t got, size_t out_len);
 
-/* The checksum codecs (crc32, adler32, crc32c): a 4-byte little-endian checksum of the payload
- * before it ("start", numcodecs' crc32/adler32) or after it ("end", crc32c); the config may say
- * "location". ops->name names the codec. Shared by checksum32.c and crc32c.c. */
-typedef uint32_t (*zf_checksum_fn)(const uint8_t *buf, size_t len);
+/* The checksum codecs (crc32, adler32, crc32c, fletcher32, jenkins_lookup3): a 4-byte
+ * little-endian checksum of the payload before it ("start", numcodecs' crc32/adler32) or after
+ * it ("end", the others); crc32, adler32 and crc32c's config may say "location". ops->name
+ * names the codec. Shared by checksum32.c, crc32c.c, fletcher32.c and jenkins_lookup3.c.
+ * A codec's struct starts with zf_checksum_codec; fn gets the codec (for its parameters). */
+typedef uint32_t (*zf_checksum_fn)(const zf_codec *c, const uint8_t *buf, size_t len);
+typedef struct zf_checksum_codec {
+    zf_codec base;
+    zf_checksum_fn fn;
+    bool at_end;
+} zf_checksum_codec;
 zf_status zf_checksum_codec_new(yajl_val cfg, const zf_codec_ops *ops, zf_checksum_fn fn,
                                 bool at_end, zf_codec **out, zf_err *err);
+/* A checksum codec of `size` bytes (>= sizeof (zf_checksum_codec), zeroed) without a
+ * "location" option. NULL when out of memory. */
+zf_checksum_codec *zf_checksum_codec_alloc(size_t size, const zf_codec_ops *ops,
+                                           zf_checksum_fn fn, bool at_end);
 zf_status zf_checksum_resolve(const zf_codec *c, const zf_chunk_repr *decoded,
                               zf_chunk_repr *encoded, zf_err *err);
 zf_status zf_checksum_decode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
@@ -185,8 +199,9 @@ uint32_t zf_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 /* Inflate one zlib (window_bits 15) or gzip (31) stream from in into out[0..cap), rejecting
  * output beyond cap without producing it. On ZF_OK the stream ended: *used input bytes were
  * consumed and *produced <= cap bytes written. Messages count from `base` of `total` bytes
- * (for multi-member gzip). Errors: ZF_ERR_CORRUPT (truncated, malformed, too long),
- * ZF_ERR_NOMEM. Shared by zlib.c and gzip.c. */
+ * (for multi-member gzip; ZF_SIZE_UNKNOWN for decode_bounded). Errors: ZF_ERR_CORRUPT
+ * (truncated, malformed, too long: then *produced is SIZE_MAX), ZF_ERR_NOMEM. Shared by zlib.c
+ * and gzip.c. */
 zf_status zf_inflate_stream(const char *codec, int window_bits, const uint8_t *in, size_t in_len,
                             uint8_t *out, size_t cap, size_t base, size_t total, size_t *used,
                             size_t *produced, zf_err *err);
@@ -216,6 +231,18 @@ zf_status zf_chain_from_v3_at(yajl_val codecs, zf_codec_dialect dialect,
  * (NULL-terminated). Errors: ZF_ERR_INVALID naming the codec and the field. */
 zf_status zf_v3_check_keys(yajl_val cfg, const char *codec, const char *const *allowed,
                            zf_err *err);
+
+/* zarrs' "bitround" (v3 name "bitround"; the "numcodecs.bitround" name and the v2 id are
+ * numcodecs' codec, zf_codec_bitround_new) from its v3 configuration {"keepbits": N}. */
+zf_status zf_codec_bitround_zarrs_new(yajl_val cfg, zf_codec **out, zf_err *err);
+
+/* The zarr-extensions "reshape" codec and zarrs' "zarrs.squeeze" (array -> array, the bytes
+ * unchanged, only the shape), for an array of representation `decoded`, from their v3
+ * configurations (NULL when absent). */
+zf_status zf_codec_reshape_new(yajl_val cfg, const zf_chunk_repr *decoded, zf_codec **out,
+                               zf_err *err);
+zf_status zf_codec_squeeze_new(yajl_val cfg, const zf_chunk_repr *decoded, zf_codec **out,
+                               zf_err *err);
 
 /* The "bytes" codec (also the 2022 draft's "endian", named by `name` in messages) for an array
  * of representation `decoded`, from its configuration (NULL when absent). */

@@ -221,12 +221,18 @@ const char *zf_dtype_str(const zf_dtype *dt, char *buf)
 
 zf_status zf_codec_too_long(zf_err *err, const char *codec, size_t out_len)
 {
+    if (out_len == ZF_SIZE_UNKNOWN)
+        return zf_fail(err, ZF_ERR_CORRUPT, "%s: data decodes to more than the buffer holds",
+                       codec);
     return zf_fail(err, ZF_ERR_CORRUPT, "%s: data decodes to more than the expected %zu bytes",
                    codec, out_len);
 }
 
 zf_status zf_codec_too_short(zf_err *err, const char *codec, size_t got, size_t out_len)
 {
+    if (out_len == ZF_SIZE_UNKNOWN)
+        return zf_fail(err, ZF_ERR_CORRUPT, "%s: stream ends early (after %zu decoded bytes)",
+                       codec, got);
     return zf_fail(err, ZF_ERR_CORRUPT, "%s: stream ends early (decoded %zu of %zu bytes)", codec,
                    got, out_len);
 }

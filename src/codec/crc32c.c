@@ -97,8 +97,9 @@ uint32_t zf_crc32c(uint32_t crc, const void *buf, size_t len)
 }
 #endif
 
-static uint32_t crc32c_fn(const uint8_t *buf, size_t len)
+static uint32_t crc32c_fn(const zf_codec *c, const uint8_t *buf, size_t len)
 {
+    (void)c;
     return zf_crc32c(0, buf, len);
 }
 

@@ -18,30 +18,51 @@ typedef struct gzip_codec {
     int level; /* for encoding */
 } gzip_codec;
 
+/* Every member into out[0..cap), *done bytes; total: out_len for messages, or
+ * ZF_SIZE_UNKNOWN (decode_bounded). On "more than cap" *done is SIZE_MAX. */
+static zf_status gzip_members(const uint8_t *in, size_t in_len, uint8_t *out, size_t cap,
+                              size_t total, size_t *done, zf_err *err)
+{
+    size_t pos = 0;
+    *done = 0;
+    if (in_len == 0)
+        return zf_codec_too_short(err, "gzip", 0, total);
+    while (pos < in_len) {
+        size_t used = 0, produced = 0;
+        zf_status st = zf_inflate_stream("gzip", 31, in + pos, in_len - pos, out + *done,
+                                         cap - *done, *done, total, &used, &produced, err);
+        if (st != ZF_OK) {
+            if (produced == SIZE_MAX)
+                *done = SIZE_MAX;
+            return st;
+        }
+        if (used == 0) /* cannot happen with a real member; never loop forever */
+            return zf_fail(err, ZF_ERR_CORRUPT, "gzip: empty member");
+        pos += used;
+        *done += produced;
+        while (pos < in_len && in[pos] == 0) /* zero padding after a member */
+            pos++;
+    }
+    return ZF_OK;
+}
+
 static zf_status gzip_decode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
                              size_t in_len, uint8_t *out, size_t out_len, zf_err *err)
 {
     (void)c;
     (void)decoded;
-    size_t pos = 0, done = 0;
-    if (in_len == 0)
-        return zf_codec_too_short(err, "gzip", 0, out_len);
-    while (pos < in_len) {
-        size_t used = 0, produced = 0;
-        zf_status st = zf_inflate_stream("gzip", 31, in + pos, in_len - pos, out + done,
-                                         out_len - done, done, out_len, &used, &produced, err);
-        if (st != ZF_OK)
-            return st;
-        if (used == 0) /* cannot happen with a real member; never loop forever */
-            return zf_fail(err, ZF_ERR_CORRUPT, "gzip: empty member");
-        pos += used;
-        done += produced;
-        while (pos < in_len && in[pos] == 0) /* zero padding after a member */
-            pos++;
-    }
-    if (done != out_len)
+    size_t done;
+    zf_status st = gzip_members(in, in_len, out, out_len, out_len, &done, err);
+    if (st == ZF_OK && done != out_len)
         return zf_codec_too_short(err, "gzip", done, out_len);
-    return ZF_OK;
+    return st;
+}
+
+static zf_status gzip_decode_bounded(const zf_codec *c, const uint8_t *in, size_t in_len,
+                                     uint8_t *out, size_t cap, size_t *produced, zf_err *err)
+{
+    (void)c;
+    return gzip_members(in, in_len, out, cap, ZF_SIZE_UNKNOWN, produced, err);
 }
 
 static void put_le32(uint8_t *p, uint32_t v)
@@ -86,6 +107,7 @@ static const zf_codec_ops gzip_ops = {
     .decode = gzip_decode,
     .destroy = zf_codec_destroy_plain,
     .encode = gzip_encode,
+    .decode_bounded = gzip_decode_bounded,
 };
 
 zf_status zf_codec_gzip_new(yajl_val cfg, zf_codec **out, zf_err *err)

@@ -36,6 +36,18 @@ static zf_status lz4_decode(const zf_codec *c, const zf_chunk_repr *decoded, con
     return ZF_OK;
 }
 
+/* The 4-byte size prefix (where the chain does not know the size, e.g. after gzip). */
+static zf_status lz4_decoded_size(const zf_codec *c, const uint8_t *in, size_t in_len,
+                                  size_t *out_len, zf_err *err)
+{
+    (void)c;
+    if (in_len < 4)
+        return zf_fail(err, ZF_ERR_CORRUPT, "lz4: %zu bytes, too short for the size header",
+                       in_len);
+    *out_len = (size_t)in[0] | (size_t)in[1] << 8 | (size_t)in[2] << 16 | (size_t)in[3] << 24;
+    return ZF_OK;
+}
+
 static zf_status lz4_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
                             size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
                             zf_err *err)
@@ -71,6 +83,7 @@ static const zf_codec_ops lz4_ops = {
     .decode = lz4_decode,
     .destroy = zf_codec_destroy_plain,
     .encode = lz4_encode,
+    .decoded_size = lz4_decoded_size,
 };
 
 zf_status zf_codec_lz4_new(yajl_val cfg, zf_codec **out, zf_err *err)

@@ -66,14 +66,16 @@ static zf_status make_decoder(const lzma_codec *z, lzma_stream *s, size_t out_le
 }
 
 /* Decode one stream into out[0..cap). *bad_data marks errors Python's loop ignores after the
- * first stream (LZMAError while decoding, not "ended before the end-of-stream marker"). */
+ * first stream (LZMAError while decoding, not "ended before the end-of-stream marker");
+ * *produced is SIZE_MAX when the stream holds more than cap bytes. total: the whole output's
+ * size for messages (ZF_SIZE_UNKNOWN: bounded); limit: the most the whole output may hold. */
 static zf_status lzma_one(const lzma_codec *z, const uint8_t *in, size_t in_len, uint8_t *out,
-                          size_t cap, size_t base, size_t total, size_t *used, size_t *produced,
-                          bool *bad_data, zf_err *err)
+                          size_t cap, size_t base, size_t total, size_t limit, size_t *used,
+                          size_t *produced, bool *bad_data, zf_err *err)
 {
     lzma_stream s = LZMA_STREAM_INIT;
     *bad_data = false;
-    zf_status st = make_decoder(z, &s, total, err);
+    zf_status st = make_decoder(z, &s, limit, err);
     if (st != ZF_OK)
         return st;
     uint8_t probe;
@@ -86,6 +88,7 @@ static zf_status lzma_one(const lzma_codec *z, const uint8_t *in, size_t in_len,
         if (s.avail_out == 0) {
             if (probing) {
                 st = zf_codec_too_long(err, "lzma", total);
+                *produced = SIZE_MAX;
                 break;
             }
             probing = true;
@@ -94,8 +97,10 @@ static zf_status lzma_one(const lzma_codec *z, const uint8_t *in, size_t in_len,
         }
         lzma_ret rc = lzma_code(&s, LZMA_RUN);
         if (rc == LZMA_STREAM_END) {
-            if (probing && s.avail_out == 0)
+            if (probing && s.avail_out == 0) {
                 st = zf_codec_too_long(err, "lzma", total);
+                *produced = SIZE_MAX;
+            }
             break;
         }
         if (rc == LZMA_OK)
@@ -142,33 +147,53 @@ static zf_status lzma_one(const lzma_codec *z, const uint8_t *in, size_t in_len,
     return st;
 }
 
-static zf_status lzma_decode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
-                             size_t in_len, uint8_t *out, size_t out_len, zf_err *err)
+/* Every stream into out[0..cap), *done bytes (SIZE_MAX: more than cap); total as for
+ * lzma_one. */
+static zf_status lzma_streams(const lzma_codec *z, const uint8_t *in, size_t in_len,
+                              uint8_t *out, size_t cap, size_t total, size_t *done, zf_err *err)
 {
-    (void)decoded;
-    const lzma_codec *z = (const lzma_codec *)c;
-    size_t pos = 0, done = 0;
+    size_t pos = 0;
+    *done = 0;
     do {
         size_t used = 0, produced = 0;
         bool bad;
         zf_err e2 = {""};
-        zf_status st = lzma_one(z, in + pos, in_len - pos, out + done, out_len - done, done,
-                                out_len, &used, &produced, &bad, &e2);
+        zf_status st = lzma_one(z, in + pos, in_len - pos, out + *done, cap - *done, *done,
+                                total, cap, &used, &produced, &bad, &e2);
         if (st != ZF_OK) {
             if (pos > 0 && bad) /* trailing bytes that are not a stream: ignored */
                 break;
             if (err)
                 *err = e2;
+            if (produced == SIZE_MAX)
+                *done = SIZE_MAX;
             return st;
         }
         if (used == 0)
             return zf_fail(err, ZF_ERR_CORRUPT, "lzma: empty stream");
         pos += used;
-        done += produced;
+        *done += produced;
     } while (pos < in_len);
-    if (done != out_len)
-        return zf_codec_too_short(err, "lzma", done, out_len);
     return ZF_OK;
+}
+
+static zf_status lzma_decode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                             size_t in_len, uint8_t *out, size_t out_len, zf_err *err)
+{
+    (void)decoded;
+    size_t done;
+    zf_status st = lzma_streams((const lzma_codec *)c, in, in_len, out, out_len, out_len, &done,
+                                err);
+    if (st == ZF_OK && done != out_len)
+        return zf_codec_too_short(err, "lzma", done, out_len);
+    return st;
+}
+
+static zf_status lzma_decode_bounded(const zf_codec *c, const uint8_t *in, size_t in_len,
+                                     uint8_t *out, size_t cap, size_t *produced, zf_err *err)
+{
+    return lzma_streams((const lzma_codec *)c, in, in_len, out, cap, ZF_SIZE_UNKNOWN, produced,
+                        err);
 }
 
 static zf_status make_encoder(const lzma_codec *z, lzma_stream *s, zf_err *err)
@@ -371,6 +396,7 @@ static const zf_codec_ops lzma_ops = {
     .decode = lzma_decode,
     .destroy = zf_codec_destroy_plain,
     .encode = lzma_encode,
+    .decode_bounded = lzma_decode_bounded,
 };
 
 zf_status zf_codec_lzma_new(yajl_val cfg, zf_codec **out, zf_err *err)

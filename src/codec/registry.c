@@ -31,6 +31,8 @@ static const struct {
     {"adler32", zf_codec_adler32_new},
     {"crc32c", zf_codec_crc32c_new},
     {"base64", zf_codec_base64_new},
+    {"fletcher32", zf_codec_fletcher32_new},
+    {"jenkins_lookup3", zf_codec_jenkins_lookup3_new},
 };
 
 static const struct {

@@ -22,8 +22,11 @@
  * numcodecs id registry.c serves: the configuration is numcodecs' own without "id"
  * (numcodecs.zarr3 builds {"id": <id>, **configuration}). numcodecs.zarr3 makes delta,
  * fixedscaleoffset, astype, quantize, bitround and packbits array -> array codecs and the
- * compressors, shuffle and the checksums bytes -> bytes codecs; categorize (a -> a) and base64
- * (b -> b) are accepted by their nature although numcodecs.zarr3 does not list them.
+ * compressors, shuffle and the checksums (with fletcher32 and jenkins_lookup3) bytes -> bytes
+ * codecs; categorize (a -> a) and base64 (b -> b) are accepted by their nature although
+ * numcodecs.zarr3 does not list them. Also zarrs' "bitround" (its own rounding rules,
+ * bitround.c), the zarr-extensions "reshape" and zarrs' "zarrs.squeeze" (reshape.c), and zarrs'
+ * URL aliases of bitround and numcodecs.fletcher32 (v3_aliases).
  *
  * The May 2022 draft (ZF_CODECS_DRAFT_2022), "Array metadata", "codecs": objects naming their
  * codec by URI, under "codec" (the key of the October 2020 draft's codec objects) or "type" (the
@@ -105,11 +108,11 @@ static void synth_add(synth *s, const char *key, yajl_val v)
     s->vals[n] = v;
 }
 
-static void synth_add_string(synth *s, const char *key, char *str)
+static void synth_add_string(synth *s, const char *key, const char *str)
 {
     yajl_val v = &s->own[s->nown++];
     v->type = yajl_t_string;
-    v->u.string = str;
+    v->u.string = (char *)(uintptr_t)str; /* only read: yajl's type is not const */
     synth_add(s, key, v);
 }
 
@@ -128,8 +131,8 @@ static void synth_add_int(synth *s, const char *key, long long i)
 
 /* zf_codec_from_v2 on {"id": id, ...cfg} (cfg's own "id", if any, is ignored). On
  * ZF_ERR_UNSUPPORTED the message names `shown` (the name as the metadata wrote it). */
-static zf_status from_numcodecs(char *id, yajl_val cfg, const char *shown, zf_codec **out,
-                                zf_err *err)
+static zf_status from_numcodecs(const char *id, yajl_val cfg, const char *shown,
+                                zf_codec **out, zf_err *err)
 {
     *out = NULL;
     if (cfg && !YAJL_IS_OBJECT(cfg))
@@ -228,6 +231,23 @@ static zf_status nc_decoded_size(const zf_codec *c, const uint8_t *in, size_t in
     return w->inner->ops->decoded_size(w->inner, in, in_len, out_len, err);
 }
 
+static zf_status nc_decode_bounded(const zf_codec *c, const uint8_t *in, size_t in_len,
+                                   uint8_t *out, size_t cap, size_t *produced, zf_err *err)
+{
+    const numcodecs_v3 *w = (const numcodecs_v3 *)c;
+    return w->inner->ops->decode_bounded(w->inner, in, in_len, out, cap, produced, err);
+}
+
+static zf_status nc_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                           size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
+                           zf_err *err)
+{
+    const numcodecs_v3 *w = (const numcodecs_v3 *)c;
+    /* The inner codec sees the flat representation it was made for (its own resolve's input
+     * is the same bytes whatever shape nc_resolve kept). */
+    return w->inner->ops->encode(w->inner, decoded, in, in_len, flags, out, out_len, err);
+}
+
 static void nc_destroy(zf_codec *c)
 {
     numcodecs_v3 *w = (numcodecs_v3 *)c;
@@ -235,11 +255,13 @@ static void nc_destroy(zf_codec *c)
     free(w);
 }
 
-static zf_status numcodecs_new(char *name, yajl_val cfg, zf_codec **out, zf_err *err)
+/* name: "numcodecs.<id>"; shown: the name as the metadata wrote it (an alias, maybe). */
+static zf_status numcodecs_new(const char *name, const char *shown, yajl_val cfg,
+                               zf_codec **out, zf_err *err)
 {
-    char *id = name + strlen(NUMCODECS_PREFIX);
+    const char *id = name + strlen(NUMCODECS_PREFIX);
     zf_codec *inner;
-    zf_status st = from_numcodecs(id, cfg, name, &inner, err);
+    zf_status st = from_numcodecs(id, cfg, shown, &inner, err);
     if (st != ZF_OK)
         return st;
     numcodecs_v3 *w = calloc(1, sizeof *w);
@@ -255,6 +277,8 @@ static zf_status numcodecs_new(char *name, yajl_val cfg, zf_codec **out, zf_err 
     w->ops.decode = nc_decode;
     w->ops.destroy = nc_destroy;
     w->ops.decoded_size = inner->ops->decoded_size ? nc_decoded_size : NULL;
+    w->ops.decode_bounded = inner->ops->decode_bounded ? nc_decode_bounded : NULL;
+    w->ops.encode = inner->ops->encode ? nc_encode : NULL;
     w->base.ops = &w->ops;
     *out = &w->base;
     return ZF_OK;
@@ -428,6 +452,25 @@ static const char *const draft_uri_prefixes[] = {
     "https://purl.org/zarr/spec/codecs/",
 };
 
+/* zarrs' other names for codecs of its own or of numcodecs (zarrs' impl_extension_aliases). */
+static const struct {
+    const char *alias, *name;
+} v3_aliases[] = {
+    {"https://codec.zarrs.dev/array_to_array/bitround", "bitround"},
+    {"https://codec.zarrs.dev/array_to_bytes/bitround", "bitround"},
+    {"https://codec.zarrs.dev/bytes_to_bytes/fletcher32", "numcodecs.fletcher32"},
+};
+
+/* e->id for a v3 name: the name, or the name it is an alias of. */
+static void v3_alias(entry *e)
+{
+    e->id = e->name;
+    for (size_t i = 0; i < sizeof v3_aliases / sizeof v3_aliases[0]; i++)
+        if (strcmp(e->name, v3_aliases[i].alias) == 0) {
+            e->id = v3_aliases[i].name;
+        }
+}
+
 static zf_status parse_entry(yajl_val v, zf_codec_dialect dialect, size_t i, entry *e,
                              zf_err *err)
 {
@@ -435,7 +478,7 @@ static zf_status parse_entry(yajl_val v, zf_codec_dialect dialect, size_t i, ent
     e->must_understand = true;
     if (dialect == ZF_CODECS_V3 && YAJL_IS_STRING(v)) { /* short-hand name */
         e->name = v->u.string;
-        e->id = e->name;
+        v3_alias(e);
         return ZF_OK;
     }
     if (!YAJL_IS_OBJECT(v))
@@ -469,7 +512,7 @@ static zf_status parse_entry(yajl_val v, zf_codec_dialect dialect, size_t i, ent
     if (!e->name)
         return zf_fail(err, ZF_ERR_INVALID, "codecs[%zu]: \"%s\": missing", i, key);
     if (dialect == ZF_CODECS_V3) {
-        e->id = e->name;
+        v3_alias(e);
         return ZF_OK;
     }
     for (size_t p = 0; p < 2; p++) {
@@ -501,6 +544,9 @@ static bool kind_by_name(const entry *e, zf_codec_dialect dialect, zf_codec_kind
         {"blosc", ZF_CODEC_BYTES_TO_BYTES, true},
         {"zstd", ZF_CODEC_BYTES_TO_BYTES, false},
         {"crc32c", ZF_CODEC_BYTES_TO_BYTES, false},
+        {"bitround", ZF_CODEC_ARRAY_TO_ARRAY, false},
+        {"reshape", ZF_CODEC_ARRAY_TO_ARRAY, false},
+        {"zarrs.squeeze", ZF_CODEC_ARRAY_TO_ARRAY, false},
     };
     if (!e->id)
         return false;
@@ -529,7 +575,13 @@ static zf_status build(const entry *e, zf_codec_dialect dialect, const zf_chunk_
     const char *id = e->id;
     *out = NULL;
     if (dialect == ZF_CODECS_V3 && strncmp(id, NUMCODECS_PREFIX, strlen(NUMCODECS_PREFIX)) == 0)
-        return numcodecs_new(e->name, e->cfg, out, err);
+        return numcodecs_new(e->id, e->name, e->cfg, out, err);
+    if (strcmp(id, "bitround") == 0)
+        return zf_codec_bitround_zarrs_new(e->cfg, out, err);
+    if (strcmp(id, "reshape") == 0)
+        return zf_codec_reshape_new(e->cfg, cur, out, err);
+    if (strcmp(id, "zarrs.squeeze") == 0)
+        return zf_codec_squeeze_new(e->cfg, cur, out, err);
     if (strcmp(id, "bytes") == 0 || strcmp(id, "endian") == 0)
         return zf_codec_bytes_new(e->cfg, id, cur, out, err);
     if (strcmp(id, "transpose") == 0)

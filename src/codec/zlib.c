@@ -5,7 +5,7 @@
  *
  * Also home of zf_inflate_stream, the bounded inflate loop gzip.c shares: output goes into the
  * caller's buffer only; once it is full, one probe byte tells "more would follow" without
- * producing the rest.
+ * producing the rest. decode_bounded is the same loop with a bound instead of an exact size.
  * zf_deflate_stream is the deflate loop both encoders share. */
 #include <limits.h>
 #include <string.h>
@@ -43,6 +43,7 @@ zf_status zf_inflate_stream(const char *codec, int window_bits, const uint8_t *i
         if (s.avail_out == 0) {
             if (probing) { /* the probe byte was produced */
                 st = zf_codec_too_long(err, codec, total);
+                *produced = SIZE_MAX;
                 break;
             }
             if (out_given < cap) {
@@ -58,8 +59,10 @@ zf_status zf_inflate_stream(const char *codec, int window_bits, const uint8_t *i
         }
         rc = inflate(&s, Z_NO_FLUSH);
         if (rc == Z_STREAM_END) {
-            if (probing && s.avail_out == 0)
+            if (probing && s.avail_out == 0) {
                 st = zf_codec_too_long(err, codec, total);
+                *produced = SIZE_MAX;
+            }
             break;
         }
         if (rc == Z_OK)
@@ -105,6 +108,16 @@ static zf_status zlib_decode(const zf_codec *c, const zf_chunk_repr *decoded, co
     if (produced != out_len)
         return zf_codec_too_short(err, "zlib", produced, out_len);
     return ZF_OK;
+}
+
+static zf_status zlib_decode_bounded(const zf_codec *c, const uint8_t *in, size_t in_len,
+                                     uint8_t *out, size_t cap, size_t *produced, zf_err *err)
+{
+    (void)c;
+    size_t used = 0;
+    *produced = 0;
+    return zf_inflate_stream("zlib", 15, in, in_len, out, cap, 0, ZF_SIZE_UNKNOWN, &used,
+                             produced, err);
 }
 
 zf_status zf_deflate_stream(const char *codec, int level, int window_bits, bool finish_only,
@@ -189,6 +202,7 @@ static const zf_codec_ops zlib_ops = {
     .decode = zlib_decode,
     .destroy = zf_codec_destroy_plain,
     .encode = zlib_encode,
+    .decode_bounded = zlib_decode_bounded,
 };
 
 zf_status zf_codec_zlib_new(yajl_val cfg, zf_codec **out, zf_err *err)

@@ -5,7 +5,9 @@
  * bytes: it uses that buffer as its window (no window allocation, whatever the frame header
  * asks for), never writes past it and fails with dstSize_tooSmall as soon as the data would
  * produce more, so a bomb costs nothing. A frame whose header declares a larger content size is
- * rejected before any work. */
+ * rejected before any work. Where the decoded size is not known (zstd after another
+ * compressor), decoded_size adds up the frames' content sizes, and frames without one are
+ * decoded the same way into a bounded buffer (decode_bounded). */
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -49,6 +51,68 @@ static zf_status zstd_decode(const zf_codec *c, const zf_chunk_repr *decoded, co
     if (r != out_len)
         return zf_codec_too_short(err, "zstd", r, out_len);
     return ZF_OK;
+}
+
+/* The sum of the frames' content sizes (skippable frames count 0), when every frame states
+ * its own; ZF_ERR_UNSUPPORTED when one does not (decode_bounded then decodes it). */
+static zf_status zstd_decoded_size(const zf_codec *c, const uint8_t *in, size_t in_len,
+                                   size_t *out_len, zf_err *err)
+{
+    (void)c;
+    if (in_len == 0)
+        return zf_fail(err, ZF_ERR_CORRUPT, "zstd: empty input");
+    unsigned long long total = 0;
+    for (size_t pos = 0; pos < in_len;) {
+        unsigned long long n = ZSTD_getFrameContentSize(in + pos, in_len - pos);
+        if (n == ZSTD_CONTENTSIZE_UNKNOWN)
+            return zf_fail(err, ZF_ERR_UNSUPPORTED, "zstd: a frame does not state its size");
+        size_t len = ZSTD_findFrameCompressedSize(in + pos, in_len - pos);
+        if (n == ZSTD_CONTENTSIZE_ERROR || ZSTD_isError(len) || len == 0)
+            return zf_fail(err, ZF_ERR_CORRUPT, "zstd: not a zstd frame at byte %zu", pos);
+        if (n > SIZE_MAX - 1 - total)
+            return zf_fail(err, ZF_ERR_CORRUPT, "zstd: frames say more than %zu decoded bytes",
+                           SIZE_MAX - 1);
+        total += n;
+        pos += len;
+    }
+    *out_len = (size_t)total;
+    return ZF_OK;
+}
+
+/* Frames with or without content sizes into out[0..cap): the same single pass. */
+static zf_status zstd_decode_bounded(const zf_codec *c, const uint8_t *in, size_t in_len,
+                                     uint8_t *out, size_t cap, size_t *produced, zf_err *err)
+{
+    (void)c;
+    *produced = 0;
+    if (in_len == 0)
+        return zf_codec_too_short(err, "zstd", 0, ZF_SIZE_UNKNOWN);
+    unsigned long long declared = ZSTD_getFrameContentSize(in, in_len);
+    if (declared == ZSTD_CONTENTSIZE_ERROR)
+        return zf_fail(err, ZF_ERR_CORRUPT, "zstd: not a zstd frame");
+    if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared > cap) {
+        *produced = SIZE_MAX;
+        return zf_codec_too_long(err, "zstd", ZF_SIZE_UNKNOWN);
+    }
+    ZSTD_DCtx *dctx = ZSTD_createDCtx();
+    if (!dctx)
+        return ZF_ERR_NOMEM;
+    size_t r = ZSTD_decompressDCtx(dctx, out, cap, in, in_len);
+    ZSTD_freeDCtx(dctx);
+    if (!ZSTD_isError(r)) {
+        *produced = r;
+        return ZF_OK;
+    }
+    switch (ZSTD_getErrorCode(r)) {
+    case ZSTD_error_dstSize_tooSmall:
+        *produced = SIZE_MAX;
+        return zf_codec_too_long(err, "zstd", ZF_SIZE_UNKNOWN);
+    case ZSTD_error_srcSize_wrong:
+        return zf_fail(err, ZF_ERR_CORRUPT, "zstd: stream ends early or has trailing bytes");
+    case ZSTD_error_memory_allocation: return ZF_ERR_NOMEM;
+    default:
+        return zf_fail(err, ZF_ERR_CORRUPT, "zstd: corrupt data (%s)", ZSTD_getErrorName(r));
+    }
 }
 
 /* numcodecs 0.11 (configurations {"id": "zstd", "level": L}, without "checksum", which it does
@@ -104,6 +168,8 @@ static const zf_codec_ops zstd_ops = {
     .decode = zstd_decode,
     .destroy = zf_codec_destroy_plain,
     .encode = zstd_encode,
+    .decoded_size = zstd_decoded_size,
+    .decode_bounded = zstd_decode_bounded,
 };
 
 zf_status zf_codec_zstd_new(yajl_val cfg, zf_codec **out, zf_err *err)

@@ -713,7 +713,7 @@ START_TEST(test_unknown_and_unsupported)
     ck_assert_str_eq(err.msg, "codec \"foo\" is not supported");
     static const char *const ids[] = {"vlen-utf8", "vlen-bytes", "vlen-array", "json",
                                       "json2",     "msgpack",    "msgpack2",   "pickle",
-                                      "zfpy",      "pcodec",     "jenkins_lookup3"};
+                                      "zfpy",      "pcodec"};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
         char cfg[128], quoted[64];
         snprintf(cfg, sizeof cfg, "{\"id\": \"%s\"}", ids[i]);

@@ -55,5 +55,6 @@ Suite *codec_transpose_suite(void);
 Suite *codec_v3_suite(void);
 Suite *codec_encode_suite(void);
 Suite *codec_encode_v3_suite(void);
+Suite *codec_variant_suite(void);
 
 #endif
