@@ -202,6 +202,12 @@ uint32_t zf_crc32c_sw(uint32_t crc, const void *buf, size_t len);
  * (for multi-member gzip; ZF_SIZE_UNKNOWN for decode_bounded). Errors: ZF_ERR_CORRUPT
  * (truncated, malformed, too long: then *produced is SIZE_MAX), ZF_ERR_NOMEM. Shared by zlib.c
  * and gzip.c. */
+/* Decode one zlib stream (gzip: one gzip member filling the whole input) of exactly out_len
+ * decoded bytes into out with libdeflate. False for anything else — an error, another size,
+ * trailing bytes after a gzip member — whose handling (and message) is then zlib's: the caller
+ * decodes again with zf_inflate_stream. out's contents are undefined after a false. */
+bool zf_fast_inflate(bool gzip, const uint8_t *in, size_t in_len, uint8_t *out, size_t out_len);
+
 zf_status zf_inflate_stream(const char *codec, int window_bits, const uint8_t *in, size_t in_len,
                             uint8_t *out, size_t cap, size_t base, size_t total, size_t *used,
                             size_t *produced, zf_err *err);

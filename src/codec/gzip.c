@@ -51,6 +51,8 @@ static zf_status gzip_decode(const zf_codec *c, const zf_chunk_repr *decoded, co
 {
     (void)c;
     (void)decoded;
+    if (zf_fast_inflate(true, in, in_len, out, out_len))
+        return ZF_OK;
     size_t done;
     zf_status st = gzip_members(in, in_len, out, out_len, out_len, &done, err);
     if (st == ZF_OK && done != out_len)
