@@ -39,63 +39,36 @@ children's) is recorded, to tell a quiet run from a disturbed one.
 MB = 1e6 bytes. Medians over the repetitions; a ratio is zarrfs / zarrita computed within each
 repetition, then the median of those ratios is reported.
 """
-import ctypes
-import datetime
 import hashlib
 import json
-import mmap
 import os
-import platform
 import shutil
-import signal
-import statistics
 import struct
 import subprocess
 import sys
-import threading
 import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
-COLS = 16384                   # elements per row: one row is 64 KiB
-BAND = 1024                    # rows per generator call (as bench.py, so the values match)
+import harness as h
+from harness import COLS, MiB, env
+
 GEN_VERSION = 1                # bump when the data or layouts change: cached stores regenerate
 
-
-def env(name, default, conv=str):
-    v = os.environ.get(name, "")
-    return conv(v) if v != "" else default
-
-
-def parse_size(s):
-    s = s.strip().upper().rstrip("B").rstrip("I")
-    mult = {"K": KiB, "M": MiB, "G": GiB}.get(s[-1:], 1)
-    return int(float(s[:-1] if s[-1:] in "KMG" else s) * mult)
-
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-CFG = {
-    "mib": env("ZF_BENCH_V3_MIB", 512.0, float),
-    "reps": env("ZF_BENCH_REPS", 3, int),
-    "dir": env("ZF_BENCH_DIR", "/tmp/zarrfs-bench"),
-    "layouts": env("ZF_BENCH_V3_LAYOUTS", "gzip,shard-gzip,shard-raw").split(","),
-    "cache_size": env("ZF_BENCH_CACHE", "2G"),
-    "threads": env("ZF_BENCH_THREADS", ""),
-    "bs": parse_size(env("ZF_BENCH_BS", "4M")),
-    "random": env("ZF_BENCH_RANDOM", 20000, int),
-    "zarrita_random_s": env("ZF_BENCH_ZARRITA_RANDOM_S", 5.0, float),
-    "io_reads": env("ZF_BENCH_V3_IO_READS", 100, int),
-    "phase_timeout": env("ZF_BENCH_PHASE_TIMEOUT", 600.0, float),
-    "seed": env("ZF_BENCH_SEED", 12345, int),
-    "node": env("ZF_BENCH_NODE", "node"),
-    "zarrfs": env("ZARRFS", os.path.join(HERE, "..", "build", "src", "fuse", "zarrfs")),
-}
+HERE = h.HERE
+CFG = h.knobs(
+    3,
+    mib=env("ZF_BENCH_V3_MIB", 512.0, float),
+    layouts=env("ZF_BENCH_V3_LAYOUTS", "gzip,shard-gzip,shard-raw").split(","),
+    random=env("ZF_BENCH_RANDOM", 20000, int),
+    zarrita_random_s=env("ZF_BENCH_ZARRITA_RANDOM_S", 5.0, float),
+    io_reads=env("ZF_BENCH_V3_IO_READS", 100, int),
+    node=env("ZF_BENCH_NODE", "node"),
+)
 SHARD_ROWS = 2048
-ROWS = max(SHARD_ROWS,
-           int(round(CFG["mib"] * MiB / (COLS * 4) / SHARD_ROWS)) * SHARD_ROWS)
+ROWS = h.rows_for(CFG["mib"] * MiB, SHARD_ROWS)
 SHAPE = (ROWS, COLS)
 NBYTES = ROWS * COLS * 4
 V3DIR = os.path.join(CFG["dir"], "v3")
@@ -143,25 +116,9 @@ assert crc32c(b"123456789") == 0xE3069283
 
 # ---------------------------------------------------------------------------- data generation
 
-def band(r0, r1, rng):
-    """Rows [r0, r1), exactly as bench.py's band(): smooth fields (separable sines, a slow
-    diagonal wave) plus noise of sigma 0.01 at a mean of 280, so the low mantissa bits are noise."""
-    y = np.arange(r0, r1, dtype=np.float64)[:, None]
-    x = np.arange(COLS, dtype=np.float64)[None, :]
-    f = (np.sin(2 * np.pi * y / 2111.0) * np.cos(2 * np.pi * x / 1709.0) * 20.0
-         + np.sin(2 * np.pi * (x + 0.7 * y) / 5003.0) * 5.0
-         + 280.0)
-    f = f.astype(np.float32)
-    f += rng.standard_normal(f.shape, dtype=np.float32) * np.float32(0.01)
-    return f
-
-
 def make_array():
-    a = np.empty(SHAPE, dtype="<f4")
-    rng = np.random.default_rng(CFG["seed"])
-    for r0 in range(0, ROWS, BAND):
-        a[r0:r0 + BAND] = band(r0, r0 + BAND, rng)
-    return a
+    """The array of bench.py (harness.band(), same seed, same bands)."""
+    return h.make_array(ROWS, CFG["seed"])
 
 
 def store_path(layout):
@@ -235,7 +192,7 @@ def generate(layout, a, digest):
     path = store_path(layout)
     L = LAYOUTS[layout]
     t0 = time.perf_counter()
-    print("  generating %s (%s, %s float32) ..." % (path, L["label"], SHAPE), flush=True)
+    h.log("  generating %s (%s, %s float32) ..." % (path, L["label"], SHAPE))
     for p in (path + ".done", ):
         if os.path.exists(p):
             os.unlink(p)
@@ -262,7 +219,7 @@ def generate(layout, a, digest):
     os.rename(tmp, path)
     with open(path + ".done", "w") as f:
         json.dump(dict(stamp_want(layout), sha256=digest, store_bytes=total), f)
-    print("  ... %.1f s, %.1f MiB" % (time.perf_counter() - t0, total / MiB), flush=True)
+    h.log("  ... %.1f s, %.1f MiB" % (time.perf_counter() - t0, total / MiB))
 
 
 def generate_all():
@@ -272,20 +229,11 @@ def generate_all():
         t0 = time.perf_counter()
         a = make_array()
         digest = hashlib.sha256(memoryview(a).cast("B")).hexdigest()
-        print("  array generated in %.1f s, sha256 %s" % (time.perf_counter() - t0, digest[:16]),
-              flush=True)
+        h.log("  array generated in %.1f s, sha256 %s" % (time.perf_counter() - t0, digest[:16]))
         for l in todo:
             generate(l, a, digest)
         del a
     return {l: read_stamp(l) for l in CFG["layouts"]}
-
-
-def store_files(path):
-    return [os.path.join(d, n) for d, _, ns in os.walk(path) for n in ns]
-
-
-def store_bytes(path):
-    return sum(os.path.getsize(p) for p in store_files(path))
 
 
 class Layout:
@@ -336,178 +284,14 @@ class Layout:
         return len(files), file_bytes, len(inner), need
 
 
-# ---------------------------------------------------------------------------- page-cache tools
-
-libc = ctypes.CDLL(None, use_errno=True)
-libc.mmap.restype = ctypes.c_void_p
-libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                      ctypes.c_long]
-libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def resident_fraction(path):
-    """Fraction of the file's pages in the page cache (mincore on a mapping; touches nothing)."""
-    size = os.path.getsize(path)
-    if size == 0:
-        return 1.0
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-        if addr in (None, ctypes.c_void_p(-1).value):
-            raise OSError(ctypes.get_errno(), "mmap " + path)
-        try:
-            n = (size + PAGE - 1) // PAGE
-            vec = (ctypes.c_ubyte * n)()
-            if libc.mincore(addr, size, vec) != 0:
-                raise OSError(ctypes.get_errno(), "mincore " + path)
-            return float(np.count_nonzero(np.frombuffer(vec, dtype=np.uint8) & 1)) / n
-        finally:
-            libc.munmap(addr, size)
-    finally:
-        os.close(fd)
-
-
-def prewarm(path):
-    """Read every file of the store once (into the page cache); return the resident fraction."""
-    buf = bytearray(4 * MiB)
-    total = resident = 0
-    for p in store_files(path):
-        with open(p, "rb", buffering=0) as f:
-            while f.readinto(buf):
-                pass
-        sz = os.path.getsize(p)
-        total += sz
-        resident += sz * resident_fraction(p)
-    return resident / total if total else 1.0
-
-
 # ---------------------------------------------------------------------------- daemon
 
-def is_mounted():
-    with open("/proc/self/mounts") as f:
-        return any(line.split()[1] == MNT for line in f)
+def daemon(store):
+    return h.zarrfs_daemon(CFG, store, MNT, LOG, nbytes=NBYTES)
 
 
-class Daemon:
-    def __init__(self, store):
-        if is_mounted():
-            raise RuntimeError("%s is already mounted" % MNT)
-        cmd = [CFG["zarrfs"], "-f", "-o", "cache_size=" + CFG["cache_size"]]
-        if CFG["threads"]:
-            cmd += ["-o", "threads=" + CFG["threads"]]
-        cmd += [store, MNT]
-        self.log = open(LOG, "ab")
-        self.log.write(("\n=== %s %s\n" % (time.strftime("%T"), " ".join(cmd))).encode())
-        self.log.flush()
-        self.p = subprocess.Popen(cmd, stdout=self.log, stderr=self.log)
-        try:
-            self._wait_mounted()
-        except BaseException:
-            try:
-                self.close()
-            except Exception:
-                pass
-            raise
-
-    def _wait_mounted(self):
-        deadline = time.monotonic() + 30
-        while subprocess.run(["mountpoint", "-q", MNT], timeout=10).returncode != 0:
-            if self.p.poll() is not None:
-                raise RuntimeError("zarrfs exited with status %s before mounting (see %s)"
-                                   % (self.p.returncode, LOG))
-            if time.monotonic() > deadline:
-                raise RuntimeError("zarrfs did not mount within 30 s")
-            time.sleep(0.02)
-        all_names = os.listdir(MNT)
-        names = [n for n in all_names if not n.startswith(".")]
-        if len(names) != 1:
-            raise RuntimeError("expected one file in the mount, got %r" % all_names)
-        self.file = os.path.join(MNT, names[0])
-        self.stats_file = os.path.join(MNT, ".zarrfs-stats")     # found by name, maybe unlisted
-        if not os.path.exists(self.stats_file):
-            self.stats_file = None
-        if os.path.getsize(self.file) != NBYTES:
-            raise RuntimeError("%s: size %d, expected %d"
-                               % (self.file, os.path.getsize(self.file), NBYTES))
-
-    def cpu_s(self):
-        with open("/proc/%d/stat" % self.p.pid) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def io(self):
-        """/proc/PID/io of the daemon (all its threads): rchar, read_bytes, syscr, ..."""
-        with open("/proc/%d/io" % self.p.pid) as f:
-            return {k: int(v) for k, v in (line.split(":") for line in f if ":" in line)}
-
-    def store_fetched(self):
-        """The daemon's own count of bytes fetched from the store (store.bytes_fetched of the
-        mount's .zarrfs-stats file), or None if this zarrfs has no statistics file."""
-        if self.stats_file is None:
-            return None
-        with open(self.stats_file) as f:
-            return json.load(f)["store"]["bytes_fetched"]
-
-    def status(self, key):
-        with open("/proc/%d/status" % self.p.pid) as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return line.split()[1:]
-        return None
-
-    def hwm_mib(self):
-        return int(self.status("VmHWM")[0]) / 1024.0
-
-    def close(self):
-        if self.p.poll() is None:
-            subprocess.run(["fusermount3", "-u", MNT], capture_output=True, timeout=30)
-            try:
-                self.p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait(timeout=30)
-        if is_mounted():                    # the daemon died or was killed: lazy unmount
-            subprocess.run(["fusermount3", "-uz", MNT], capture_output=True, timeout=30)
-        self.log.close()
-        if self.p.returncode != 0:
-            raise RuntimeError("zarrfs exited with status %d (see %s)" % (self.p.returncode, LOG))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        try:
-            self.close()
-        except Exception:
-            if exc[0] is None:
-                raise
-
-
-class Watchdog:
-    """Kill the daemon if a phase takes longer than ZF_BENCH_PHASE_TIMEOUT: blocked reads on the
-    mount then fail (ENOTCONN) instead of hanging the benchmark."""
-
-    def __init__(self, daemon, what):
-        self.daemon, self.what, self.fired = daemon, what, False
-
-    def _fire(self):
-        self.fired = True
-        print("!! %s: no result after %.0f s: killing zarrfs (pid %d)"
-              % (self.what, CFG["phase_timeout"], self.daemon.p.pid), flush=True)
-        self.daemon.p.send_signal(signal.SIGKILL)
-
-    def __enter__(self):
-        self.t = threading.Timer(CFG["phase_timeout"], self._fire)
-        self.t.daemon = True
-        self.t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.t.cancel()
-        if self.fired and exc[0] is None:
-            raise RuntimeError("%s: timed out" % self.what)
+def watchdog(d, what):
+    return h.Watchdog(d, what, CFG["phase_timeout"])
 
 
 # ---------------------------------------------------------------------------- measurements
@@ -537,58 +321,6 @@ def zarrita_whole(store, digest):
     return res, ref
 
 
-def read_whole(path):
-    """Read the file sequentially into a new buffer (as zarr.get produces a new array)."""
-    bs = CFG["bs"]
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        t0 = time.perf_counter()
-        buf = np.empty(NBYTES, dtype=np.uint8)
-        mv = memoryview(buf)
-        off = 0
-        while off < NBYTES:
-            n = os.readv(fd, [mv[off:off + bs]])
-            if n <= 0:
-                raise RuntimeError("%s: short read at %d" % (path, off))
-            off += n
-        return time.perf_counter() - t0, buf
-    finally:
-        os.close(fd)
-
-
-def check_equal(what, buf, ref):
-    if not np.array_equal(buf, ref):
-        bad = np.flatnonzero(buf != ref)
-        raise RuntimeError("%s: WRONG DATA: %d bytes differ, first at byte offset %d"
-                           % (what, bad.size, bad[0]))
-
-
-def random_offsets(seed, n):
-    rng = np.random.default_rng(seed)
-    return rng.integers(0, NBYTES // 4096, n).astype(np.int64) * 4096
-
-
-def check_random(what, offsets, blobs, ref):
-    for off, b in zip(offsets.tolist(), blobs):
-        if b != ref[off:off + 4096].tobytes():
-            raise RuntimeError("%s: 4 KiB read at offset %d: WRONG DATA" % (what, off))
-
-
-def zarrfs_random(path, offsets, ref):
-    fd = os.open(path, os.O_RDONLY)
-    ends = np.empty(len(offsets))
-    out = []
-    try:
-        t0 = time.perf_counter()
-        for k, off in enumerate(offsets.tolist()):
-            out.append(os.pread(fd, 4096, off))
-            ends[k] = time.perf_counter()
-    finally:
-        os.close(fd)
-    check_random("zarrfs random pread", offsets, out, ref)
-    return ends - t0
-
-
 def zarrita_random(store, offsets, ref):
     off_file = os.path.join(TMP, "offsets.i64")
     out = os.path.join(TMP, "zarrita-random.bin")
@@ -603,36 +335,26 @@ def zarrita_random(store, offsets, ref):
     n = res["n"]
     if len(data) != n * 4096 or n == 0:
         raise RuntimeError("zarrita random: %d bytes for %d reads" % (len(data), n))
-    check_random("zarrita random read", offsets[:n],
-                 [data[k * 4096:(k + 1) * 4096] for k in range(n)], ref)
+    h.check_preads("zarrita random read", offsets[:n],
+                   [data[k * 4096:(k + 1) * 4096] for k in range(n)], ref)
     return res
 
 
-def cpu_snapshot():
-    """(CPU seconds used on the whole machine, by this process and its waited-for children: the
-    daemons, Node): the difference over a repetition is what other processes used meanwhile."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7]        # user nice system irq softirq steal
-    t = os.times()
-    return busy / os.sysconf("SC_CLK_TCK"), t.user + t.system + t.children_user + t.children_system
-
-
 def mbps(t):
-    return NBYTES / t / 1e6
+    return h.mbps(NBYTES, t)
 
 
 def run_layout(layout, stamp):
     store = store_path(layout)
     lay = Layout(layout)
     res = {"layout": layout, "label": LAYOUTS[layout]["label"], "store": store,
-           "store_bytes": store_bytes(store), "files": len(store_files(store)) - 1,
+           "store_bytes": h.store_bytes(store), "files": len(h.store_files(store)) - 1,
            "sha256": stamp["sha256"], "reps": []}
     res["compression_ratio"] = NBYTES / res["store_bytes"]
     for rep in range(CFG["reps"]):
         r = {"load1_start": os.getloadavg()[0]}
-        r["store_resident"] = prewarm(store)
-        cpu0 = cpu_snapshot()
+        r["store_resident"] = h.prewarm(store)
+        cpu0 = h.cpu_snapshot()
 
         # 1. zarrita zarr.get(arr, null): the peer and the reference
         zw, ref = zarrita_whole(store, stamp["sha256"])
@@ -640,12 +362,12 @@ def run_layout(layout, stamp):
         r["zarrita_rss_mib"] = zw["max_rss_kib"] / 1024.0
 
         # 2. zarrfs cold whole read
-        with Daemon(store) as d:
-            r["mounted_resident_before"] = resident_fraction(d.file)
+        with daemon(store) as d:
+            r["mounted_resident_before"] = h.resident_fraction(d.file)
             f0 = d.store_fetched()
             io0, c0 = d.io(), d.cpu_s()
-            with Watchdog(d, "%s cold read" % layout):
-                t, buf = read_whole(d.file)
+            with watchdog(d, "%s cold read" % layout):
+                t, buf = h.read_whole(d.file, NBYTES, CFG["bs"])
             io1 = d.io()
             f1 = d.store_fetched()
             if f0 is not None:
@@ -653,17 +375,19 @@ def run_layout(layout, stamp):
             r["cold_s"], r["cold_daemon_cpu_s"] = t, d.cpu_s() - c0
             r["cold_rchar"] = io1["rchar"] - io0["rchar"]
             r["cold_read_bytes"] = io1["read_bytes"] - io0["read_bytes"]
-            check_equal("%s: zarrfs cold read" % layout, buf, ref)
+            h.check_equal("%s: zarrfs cold read" % layout, buf, ref)
             del buf
             r["hwm_cold_mib"] = d.hwm_mib()
-            r["daemon_threads"] = int(d.status("Threads")[0])
+            r["daemon_threads"] = d.threads()
 
         # 3. zarrfs random 4 KiB preads, fresh mount
-        offsets = random_offsets(1000 + rep, CFG["random"])
-        with Daemon(store) as d:
+        offsets = h.random_offsets(1000 + rep, CFG["random"], NBYTES)
+        with daemon(store) as d:
             io0, c0 = d.io(), d.cpu_s()
-            with Watchdog(d, "%s random preads" % layout):
-                ends = zarrfs_random(d.file, offsets, ref)
+            with watchdog(d, "%s random preads" % layout):
+                ends, blobs = h.timed_preads(d.file, offsets)
+                h.check_preads("zarrfs random pread", offsets, blobs, ref)
+                del blobs
             io1 = d.io()
             r["random_daemon_cpu_s"] = d.cpu_s() - c0
             r["random_rchar"] = io1["rchar"] - io0["rchar"]
@@ -677,13 +401,14 @@ def run_layout(layout, stamp):
         r["random_prefix_s"] = float(ends[n - 1])       # zarrfs over the same first n reads
 
         # 5. bytes read from the store for a few random 4 KiB reads, fresh mount
-        io_off = random_offsets(2000 + rep, CFG["io_reads"])
-        with Daemon(store) as d:
+        io_off = h.random_offsets(2000 + rep, CFG["io_reads"], NBYTES)
+        with daemon(store) as d:
             f0 = d.store_fetched()
             io0 = d.io()
-            with Watchdog(d, "%s I/O preads" % layout):
+            with watchdog(d, "%s I/O preads" % layout):
                 t0 = time.perf_counter()
-                zarrfs_random(d.file, io_off, ref)
+                h.check_preads("zarrfs random pread", io_off,
+                               h.timed_preads(d.file, io_off)[1], ref)
                 r["io_s"] = time.perf_counter() - t0
             io1 = d.io()
             f1 = d.store_fetched()
@@ -712,40 +437,27 @@ def run_layout(layout, stamp):
         r["io_rchar_per_need"] = r["io_rchar"] / r["io_need_bytes"]
         r["io_rchar_per_files"] = r["io_rchar"] / r["io_file_bytes"]
         r["load1_end"] = os.getloadavg()[0]
-        cpu1 = cpu_snapshot()
+        cpu1 = h.cpu_snapshot()
         r["rep_cpu_s"] = cpu1[1] - cpu0[1]
         r["other_cpu_s"] = max(0.0, (cpu1[0] - cpu0[0]) - (cpu1[1] - cpu0[1]))
         res["reps"].append(r)
-        print("  rep %d: zarrita %6.0f MB/s | zarrfs cold %6.0f MB/s (x%.2f) | random %6.0f vs "
+        h.log("  rep %d: zarrita %6.0f MB/s | zarrfs cold %6.0f MB/s (x%.2f) | random %6.0f vs "
               "zarrita %5.0f reads/s (n=%d) | %d reads: daemon read %.1f MB, need %.1f MB, "
               "touched files %.1f MB | RSS %4.0f MiB | load %.1f, other processes %.1f CPU s"
               % (rep + 1, r["zarrita_mbps"], r["cold_mbps"], r["cold_ratio"], r["random_rps"],
                  r["zarrita_random_rps"], n, CFG["io_reads"], r["io_rchar"] / 1e6,
                  r["io_need_bytes"] / 1e6, r["io_file_bytes"] / 1e6, r["hwm_mib"],
-                 r["load1_end"], r["other_cpu_s"]), flush=True)
-    keys = [k for k, v in res["reps"][0].items() if isinstance(v, (int, float))]
-    res["median"] = {k: statistics.median(r[k] for r in res["reps"]) for k in keys}
-    res["min"] = {k: min(r[k] for r in res["reps"]) for k in keys}
-    res["max"] = {k: max(r[k] for r in res["reps"]) for k in keys}
+                 r["load1_end"], r["other_cpu_s"]))
+    res.update(h.summarize(res["reps"]))
     return res
 
 
 # ---------------------------------------------------------------------------- report
 
-def machine():
-    info = {"nproc": os.cpu_count(), "kernel": platform.release(),
-            "python": platform.python_version(), "numpy": np.__version__}
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                info["cpu"] = line.split(":", 1)[1].strip()
-                break
-    with open("/proc/meminfo") as f:
-        info["mem_gib"] = round(int(f.readline().split()[1]) / MiB, 1)
-    v = subprocess.run([CFG["zarrfs"], "--version"], capture_output=True, text=True, timeout=10)
-    info["zarrfs"] = v.stdout.strip().replace("\n", "; ")
-    info["node"] = subprocess.run([CFG["node"], "--version"], capture_output=True, text=True,
-                                  timeout=30).stdout.strip()
+def js_versions():
+    """Node's version and zarrita's (from its package.json)."""
+    info = {"node": subprocess.run([CFG["node"], "--version"], capture_output=True, text=True,
+                                   timeout=30).stdout.strip()}
     try:
         js = os.environ.get("ZF_BENCH_JS_DIR") or os.path.join(HERE, "..", "tests", "integration",
                                                                 "js")
@@ -795,7 +507,7 @@ def markdown(results, io_reads):
             med(r, "zarrita_rss_mib"), med(r, "cold_rchar_per_store"),
             med(r, "random_prefix_rps"), int(med(r, "zarrita_random_n")),
             med(r, "random_prefix_ratio")))
-    rng = lambda r, k, f="%.0f": (f + "–" + f) % (r["min"][k], r["max"][k])
+    rng = h.rng
     lines += [
         "",
         "| layout | spread (min–max): zarrita MB/s | zarrfs cold MB/s | cold ratio "
@@ -815,10 +527,7 @@ def markdown(results, io_reads):
 
 
 def main():
-    if sys.argv[1:2] == ["--report"]:                 # re-render a recorded run's tables
-        with open(sys.argv[2]) as f:
-            rec = json.load(f)
-        print(markdown(rec["results"], rec["config"]["io_reads"]))
+    if h.report_cli(lambda rec: markdown(rec["results"], rec["config"]["io_reads"])):
         return
     for layout in CFG["layouts"]:
         if layout not in LAYOUTS:
@@ -827,39 +536,19 @@ def main():
         os.makedirs(d, exist_ok=True)
     if not os.access(CFG["zarrfs"], os.X_OK):
         sys.exit("bench_v3: no zarrfs binary at %s (build it: ninja -C build)" % CFG["zarrfs"])
-    started = datetime.datetime.now().astimezone()
-    info = machine()
-    info["load_before"] = os.getloadavg()
-    print("zarrfs v3 benchmark %s: array %s float32 = %.0f MiB, %d reps, cache_size=%s, "
-          "%d random reads, %d I/O reads" % (started.strftime("%F %T %Z"), SHAPE, NBYTES / MiB,
-                                             CFG["reps"], CFG["cache_size"], CFG["random"],
-                                             CFG["io_reads"]), flush=True)
-    print("machine: %(nproc)d CPUs (%(cpu)s), %(mem_gib)s GiB, kernel %(kernel)s; numpy %(numpy)s; "
-          "node %(node)s, zarrita %(zarrita)s; %(zarrfs)s" % info, flush=True)
-    print("load average before: %.2f %.2f %.2f" % info["load_before"], flush=True)
+    s = h.Session("zarrfs v3 benchmark", CFG, modules=("numpy",), extra=js_versions())
+    s.intro("array %s float32 = %.0f MiB, %d reps, cache_size=%s, %d random reads, %d I/O reads"
+            % (SHAPE, NBYTES / MiB, CFG["reps"], CFG["cache_size"], CFG["random"],
+               CFG["io_reads"]), "node %(node)s, zarrita %(zarrita)s" % s.info)
     stamps = generate_all()                          # generate everything first
     results = []
     for layout in CFG["layouts"]:
-        print("%s:" % LAYOUTS[layout]["label"], flush=True)
+        h.log("%s:" % LAYOUTS[layout]["label"])
         results.append(run_layout(layout, stamps[layout]))
-    info["load_after"] = os.getloadavg()
-    ended = datetime.datetime.now().astimezone()
-    md = markdown(results, CFG["io_reads"])
-    print("\nload average after: %.2f %.2f %.2f; %.1f min"
-          % (info["load_after"] + ((ended - started).total_seconds() / 60,)))
-    print("MB = 1e6 bytes; medians of %d repetitions; ratios = zarrfs / zarrita, the median of the "
-          "per-repetition ratios.\n" % CFG["reps"])
-    print(md)
-    stamp = started.strftime("%Y%m%dT%H%M%S")
-    out = {"started": started.isoformat(), "ended": ended.isoformat(), "config": CFG,
-           "shape": SHAPE, "nbytes": NBYTES, "machine": info, "results": results, "markdown": md}
-    os.makedirs(os.path.join(V3DIR, "results"), exist_ok=True)
-    base = os.path.join(V3DIR, "results", "bench-v3-%s" % stamp)
-    with open(base + ".json", "w") as f:
-        json.dump(out, f, indent=1)
-    with open(base + ".md", "w") as f:
-        f.write(md + "\n")
-    print("\nresults: %s.json, %s.md" % (base, base))
+    s.finish(os.path.join(V3DIR, "results"), "bench-v3", results,
+             markdown(results, CFG["io_reads"]),
+             "MB = 1e6 bytes; medians of %d repetitions; ratios = zarrfs / zarrita, the median of "
+             "the per-repetition ratios." % CFG["reps"], shape=SHAPE, nbytes=NBYTES)
 
 
 if __name__ == "__main__":

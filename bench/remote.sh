@@ -13,6 +13,7 @@
 #   ZF_BENCH_REMOTE_LATENCY=auto  netem (tc qdisc netem on the veth pair), relay (a delaying TCP
 #                                 relay in the namespace), auto (netem if the kernel has it)
 #   ZF_BENCH_REMOTE_OPTS=         extra zarrfs -o options (e.g. max_connections=32)
+#   ZF_BENCH_REMOTE_PRETOUCH=0    memory touched and freed before each timed read (e.g. 2G; 0: off)
 #   ZF_BENCH_REPS=5               repetitions; medians are reported
 #   ZF_BENCH_NETNS=zfbench        name of the network namespace (must not exist)
 #   ZF_BENCH_DIR=/tmp/zarrfs-bench   data in $ZF_BENCH_DIR/remote/data (reused), results, log
@@ -24,32 +25,23 @@
 # is a second net).
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-export ZF_BENCH_DIR=${ZF_BENCH_DIR:-/tmp/zarrfs-bench}
-export ZARRFS=${ZARRFS:-$here/../build/src/fuse/zarrfs}
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+zf_bench_init bench/remote.sh remote
 export ZF_BENCH_NETNS=${ZF_BENCH_NETNS:-zfbench}
-py=${ZF_BENCH_PYTHON:-/usr/bin/python3}
 
 if [[ $(id -u) != 0 ]]; then
     echo "bench/remote.sh: run as root (it creates a network namespace)" >&2
     exit 1
 fi
-if [[ ! -x $ZARRFS ]]; then
-    echo "bench/remote.sh: no zarrfs binary at $ZARRFS (build it: ninja -C build)" >&2
-    exit 1
-fi
+zf_need_zarrfs
 for tool in ip nginx fusermount3; do
     if ! command -v "$tool" >/dev/null && [[ ! -x /usr/sbin/$tool ]]; then
         echo "bench/remote.sh: $tool not found (scripts/deps.sh installs it)" >&2
         exit 1
     fi
 done
-if ! "$py" -E -s -c 'import zarr, numcodecs, numpy, fsspec, aiohttp' 2>/dev/null; then
-    echo "bench/remote.sh: $py lacks zarr/numcodecs/numpy/fsspec/aiohttp (python3-zarr" \
-        "python3-fsspec python3-aiohttp)" >&2
-    exit 1
-fi
-mkdir -p "$ZF_BENCH_DIR/remote"
+zf_need_python zarr numcodecs numpy fsspec aiohttp
+zf_freeze ZARRFS zarrfs.bin
 
 cleanup() {
     if ip netns list 2>/dev/null | grep -qw "$ZF_BENCH_NETNS"; then

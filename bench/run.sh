@@ -27,36 +27,11 @@
 # the store's page-cache eviction fallback (drop_caches) may be needed.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-export ZF_BENCH_DIR=${ZF_BENCH_DIR:-/tmp/zarrfs-bench}
-export ZARRFS=${ZARRFS:-$here/../build/src/fuse/zarrfs}
-py=${ZF_BENCH_PYTHON:-/usr/bin/python3}
-mnt=$ZF_BENCH_DIR/mnt
-
-if [[ ! -x $ZARRFS ]]; then
-    echo "bench: no zarrfs binary at $ZARRFS (build it: ninja -C build)" >&2
-    exit 1
-fi
-if ! "$py" -E -s -c 'import zarr, numcodecs, numpy' 2>/dev/null; then
-    echo "bench: $py cannot import zarr, numcodecs and numpy (apt-get install python3-zarr)" >&2
-    exit 1
-fi
-
-mkdir -p "$mnt"
-# run a frozen copy: the build tree may be rebuilt while the benchmark runs
-cp "$ZARRFS" "$ZF_BENCH_DIR/zarrfs.bin"
-echo "zarrfs: $ZARRFS, sha256 $(sha256sum "$ZARRFS" | cut -c1-16)"
-export ZARRFS=$ZF_BENCH_DIR/zarrfs.bin
-cleanup() {
-    if grep -qs " $mnt fuse" /proc/self/mounts; then
-        timeout 30 fusermount3 -u "$mnt" 2>/dev/null || timeout 30 fusermount3 -uz "$mnt" || true
-    fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-echo "command: $(env | grep -E '^ZF_BENCH_' | sort | tr '\n' ' ')bash bench/run.sh"
-echo "uptime before: $(uptime)"
-timeout --signal=INT --kill-after=60 "${ZF_BENCH_TIMEOUT:-3600}" \
-    "$py" -E -s -u "$here/bench.py"
-echo "uptime after: $(uptime)"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+zf_bench_init bench .
+zf_need_zarrfs
+zf_need_python zarr numcodecs numpy
+mkdir -p "$zf_dir/mnt"
+zf_freeze ZARRFS zarrfs.bin
+zf_unmount_on_exit "$zf_dir/mnt"
+zf_run bench.py

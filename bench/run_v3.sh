@@ -29,22 +29,12 @@
 # $ZF_BENCH_DIR/v3/results/bench-v3-<time>.json. Needs FUSE (/dev/fuse, fusermount3).
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-export ZF_BENCH_DIR=${ZF_BENCH_DIR:-/tmp/zarrfs-bench}
-export ZARRFS=${ZARRFS:-$here/../build/src/fuse/zarrfs}
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+zf_bench_init bench v3
 export ZF_BENCH_JS_DIR=${ZF_BENCH_JS_DIR:-$here/../tests/integration/js}
-py=${ZF_BENCH_PYTHON:-/usr/bin/python3}
 node=${ZF_BENCH_NODE:-node}
-mnt=$ZF_BENCH_DIR/v3/mnt
-
-if [[ ! -x $ZARRFS ]]; then
-    echo "bench: no zarrfs binary at $ZARRFS (build it: ninja -C build)" >&2
-    exit 1
-fi
-if ! "$py" -E -s -c 'import numpy' 2>/dev/null; then
-    echo "bench: $py cannot import numpy (apt-get install python3-numpy)" >&2
-    exit 1
-fi
+zf_need_zarrfs
+zf_need_python numpy
 if ! command -v "$node" >/dev/null; then
     echo "bench: no Node.js ($node)" >&2
     exit 1
@@ -53,22 +43,7 @@ if [[ ! -f $ZF_BENCH_JS_DIR/node_modules/zarrita/package.json ]]; then
     echo "bench: zarrita is not installed in $ZF_BENCH_JS_DIR (npm ci --prefix tests/integration/js)" >&2
     exit 1
 fi
-
-mkdir -p "$mnt"
-# run a frozen copy: the build tree may be rebuilt while the benchmark runs
-cp "$ZARRFS" "$ZF_BENCH_DIR/v3/zarrfs.bin"
-echo "zarrfs: $ZARRFS, sha256 $(sha256sum "$ZARRFS" | cut -c1-16)"
-export ZARRFS=$ZF_BENCH_DIR/v3/zarrfs.bin
-cleanup() {
-    if grep -qs " $mnt fuse" /proc/self/mounts; then
-        timeout 30 fusermount3 -u "$mnt" 2>/dev/null || timeout 30 fusermount3 -uz "$mnt" || true
-    fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-echo "command: $(env | grep -E '^ZF_BENCH_' | grep -v '^ZF_BENCH_JS_DIR=' | sort | tr '\n' ' ')bash bench/run_v3.sh"
-echo "uptime before: $(uptime)"
-timeout --signal=INT --kill-after=60 "${ZF_BENCH_TIMEOUT:-3600}" \
-    "$py" -E -s -u "$here/bench_v3.py"
-echo "uptime after: $(uptime)"
+mkdir -p "$zf_dir/mnt"
+zf_freeze ZARRFS zarrfs.bin
+zf_unmount_on_exit "$zf_dir/mnt"
+zf_run bench_v3.py
