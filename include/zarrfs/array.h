@@ -89,7 +89,8 @@ typedef struct zf_array_view {
 
 /* Like zf_array_read, but without copying: v describes the bytes [offset, offset + *nread) as
  * pieces of cached chunks, pinned until zf_array_view_release. ZF_ERR_UNSUPPORTED when the read
- * cannot be described so (an array open for writing, whose chunks may change; a fill value
+ * cannot be described so (an array open for writing, whose chunks may change — and a caller
+ * must not use views of an array that may become writable while one is held; a fill value
  * other than zero bytes; more pieces or chunks than v holds): the caller then copies with
  * zf_array_read. Other errors as zf_array_read (nothing stays pinned then). */
 zf_status zf_array_read_view(zf_array *a, uint64_t offset, size_t len, zf_array_view *v,

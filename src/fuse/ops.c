@@ -494,7 +494,9 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         reply_undecodable(req, n, (uint64_t)off, size);
         return;
     }
-    if (st == ZF_OK && reply_view(req, n, a, (uint64_t)off, size))
+    /* On a read-write mount a writer may replace a chunk's data while a view of it is being
+     * sent (the array becomes writable at its first write): copy there. */
+    if (st == ZF_OK && !FS(req)->rw && reply_view(req, n, a, (uint64_t)off, size))
         return;
     void *buf = st == ZF_OK ? malloc(size ? size : 1) : NULL;
     if (st == ZF_OK && !buf)
