@@ -643,20 +643,32 @@ static zf_status copy_run(void *ctx, const zf_run *run)
     return ZF_OK;
 }
 
+/* What a read of len bytes at offset covers: false when nothing (at or past the end);
+ * else *len clipped to the array, the elements [*eb, *ee), and the chunks it touches (and the
+ * bands ahead of a sequential reader) queued for decoding. */
+static bool read_begin(zf_array *a, uint64_t offset, size_t *len, uint64_t *eb, uint64_t *ee)
+{
+    if (offset >= a->nbytes || *len == 0)
+        return false;
+    if (*len > a->nbytes - offset)
+        *len = (size_t)(a->nbytes - offset);
+    size_t isz = a->itemsize;
+    *eb = offset / isz;
+    *ee = (offset + *len + isz - 1) / isz;
+    if (a->pool) {
+        prefetch(a, *eb, *ee);
+        readahead_band(a, offset, *len);
+    }
+    return true;
+}
+
 zf_status zf_array_read(zf_array *a, uint64_t offset, void *buf, size_t len, size_t *nread,
                         zf_err *err)
 {
     *nread = 0;
-    if (offset >= a->nbytes || len == 0)
+    uint64_t eb, ee;
+    if (!read_begin(a, offset, &len, &eb, &ee))
         return ZF_OK;
-    if (len > a->nbytes - offset)
-        len = (size_t)(a->nbytes - offset);
-    size_t isz = a->itemsize;
-    uint64_t eb = offset / isz, ee = (offset + len + isz - 1) / isz;
-    if (a->pool) {
-        prefetch(a, eb, ee);
-        readahead_band(a, offset, len);
-    }
     read_ctx r = {.a = a, .buf = buf, .begin = offset, .end = offset + len, .err = err};
     zf_status st = zf_grid_runs(&a->grid, eb, ee, copy_run, &r);
     for (unsigned i = 0; i < r.npinned; i++)
@@ -749,16 +761,9 @@ zf_status zf_array_read_view(zf_array *a, uint64_t offset, size_t len, zf_array_
     v->npieces = v->npins = v->len = 0;
     if (a->writable)
         return ZF_ERR_UNSUPPORTED;
-    if (offset >= a->nbytes || len == 0)
+    uint64_t eb, ee;
+    if (!read_begin(a, offset, &len, &eb, &ee))
         return ZF_OK;
-    if (len > a->nbytes - offset)
-        len = (size_t)(a->nbytes - offset);
-    size_t isz = a->itemsize;
-    uint64_t eb = offset / isz, ee = (offset + len + isz - 1) / isz;
-    if (a->pool) {
-        prefetch(a, eb, ee);
-        readahead_band(a, offset, len);
-    }
     view_ctx r = {.a = a, .v = v, .begin = offset, .end = offset + len, .err = err};
     zf_status st = zf_grid_runs(&a->grid, eb, ee, view_run, &r);
     if (st != ZF_OK) {
