@@ -277,54 +277,24 @@ MOUNTS = [("zarrita.zarr", "local"), ("zarrita.zarr", "http"), ("zarrita.zarr", 
 LISTABLE = [m for m in MOUNTS if m[1] != "http-off" or m[0] == "consolidated.zarr"]
 
 
-class ImplicitGroups(zfmount.TestCase):
-    _failed = False
-
+class ImplicitGroups(zfmount.MountsTestCase):
     @classmethod
-    def setUpClass(cls):
+    def mount_all(cls):
         cls.m = {}
-        try:
-            for store, where in MOUNTS:
-                label = "%s-%s" % (where, store)
-                if where == "local":
-                    m = zfmount.Mount(os.path.join(SRV, store), label=label)
-                elif where == "s3":
-                    with s3_env():
-                        m = zfmount.Mount("s3://%s/%s" % (BUCKET, store), label=label,
-                                          options=REMOTE_OPTS + ["endpoint=" + PROXY.endpoint(),
-                                                                 "region=us-east-1"]).start()
-                else:
-                    srv = NGINX_ON if where == "http" else NGINX_OFF
-                    m = zfmount.Mount(srv.url(store), options=REMOTE_OPTS, label=label)
-                if not m.alive():
-                    m.start()
-                cls.m[(store, where)] = m
-        except Exception:
-            cls._stop_all(True)
-            raise
+        for store, where in MOUNTS:
+            label = "%s-%s" % (where, store)
+            if where == "local":
+                m = cls.add_mount(os.path.join(SRV, store), label=label)
+            elif where == "s3":
+                with s3_env():
+                    m = cls.add_mount("s3://%s/%s" % (BUCKET, store), label=label,
+                                      options=REMOTE_OPTS + ["endpoint=" + PROXY.endpoint(),
+                                                             "region=us-east-1"])
+            else:
+                srv = NGINX_ON if where == "http" else NGINX_OFF
+                m = cls.add_mount(srv.url(store), options=REMOTE_OPTS, label=label)
+            cls.m[(store, where)] = m
         log("%d mounts" % len(cls.m))
-
-    @classmethod
-    def _stop_all(cls, failed):
-        problems = []
-        for key, m in cls.m.items():
-            status, how = m.stop(failed=failed)
-            if how == "FAILED" or m.killed_by_watchdog or status != 0:
-                problems.append("%s: status %s, unmount %s" % (m.label, status, how))
-        return problems
-
-    @classmethod
-    def tearDownClass(cls):
-        problems = cls._stop_all(cls._failed)
-        if problems:
-            raise AssertionError("; ".join(problems))
-
-    def run(self, result=None):
-        before = (len(result.failures), len(result.errors)) if result is not None else None
-        r = super().run(result)
-        if result is not None and (len(result.failures), len(result.errors)) != before:
-            type(self)._failed = True
-        return r
 
     def p(self, store, where, rel=""):
         return self.m[(store, where)].path(rel) if rel else self.m[(store, where)].mnt

@@ -65,58 +65,24 @@ def tearDownModule():
         shutil.rmtree(WORK, ignore_errors=True)
 
 
-class Paired(zfmount.TestCase):
+class Paired(zfmount.MountsTestCase):
     """Mounts, for each name in `stores`, SRV/name locally and server.url(name) remotely; the
     mounts are shared by the tests of the class and checked like MountedTestCase's."""
 
     server = None            # key of SERVERS
     stores = ()
     remote_options = ()
-    _failed = False
 
     @classmethod
-    def setUpClass(cls):
-        cls.local, cls.remote, cls.mounts = {}, {}, []
-        try:
-            for name in cls.stores:
-                lm = zfmount.Mount(os.path.join(SRV, name), label="local-" + name).start()
-                cls.mounts.append(lm)
-                cls.local[name] = lm
-                rm = zfmount.Mount(SERVERS[cls.server].url(name),
-                                   options=REMOTE_OPTS + list(cls.remote_options),
-                                   label="%s-%s" % (cls.__name__, name)).start()
-                cls.mounts.append(rm)
-                cls.remote[name] = rm
-                log("mounted %s on %s (pid %d)" % (rm.store, rm.mnt, rm.pid))
-        except Exception:
-            cls._stop_all(True)
-            raise
-
-    @classmethod
-    def _stop_all(cls, failed):
-        problems = []
-        for m in cls.mounts:
-            status, how = m.stop(failed=failed)
-            if how == "FAILED":
-                problems.append("could not unmount %s" % m.mnt)
-            elif m.killed_by_watchdog:
-                problems.append("watchdog killed %s (a request hung)" % m.label)
-            elif status != 0:
-                problems.append("%s exited with status %s after the unmount" % (m.label, status))
-        return problems
-
-    @classmethod
-    def tearDownClass(cls):
-        problems = cls._stop_all(cls._failed)
-        if problems:
-            raise AssertionError("; ".join(problems))
-
-    def run(self, result=None):
-        before = (len(result.failures), len(result.errors)) if result is not None else None
-        r = super().run(result)
-        if result is not None and (len(result.failures), len(result.errors)) != before:
-            type(self)._failed = True
-        return r
+    def mount_all(cls):
+        cls.local, cls.remote = {}, {}
+        for name in cls.stores:
+            cls.local[name] = cls.add_mount(os.path.join(SRV, name), label="local-" + name)
+            rm = cls.add_mount(SERVERS[cls.server].url(name),
+                               options=REMOTE_OPTS + list(cls.remote_options),
+                               label="%s-%s" % (cls.__name__, name))
+            cls.remote[name] = rm
+            log("mounted %s on %s (pid %d)" % (rm.store, rm.mnt, rm.pid))
 
     def compare(self, name, **kw):
         n_ok, n_bytes, n_err = rf.compare_trees(self, self.local[name].mnt, self.remote[name].mnt,
@@ -125,7 +91,7 @@ class Paired(zfmount.TestCase):
         return n_ok, n_bytes, n_err
 
     def assertAlive(self):
-        for m in self.mounts:
+        for m in self.mounts_started:
             self.assertTrue(m.alive(), "zarrfs %s (pid %s) died" % (m.label, m.pid))
 
 

@@ -174,48 +174,19 @@ def records_mark():
         return len(PROXY.records)
 
 
-class Mounted(zfmount.TestCase):
+class Mounted(zfmount.MountsTestCase):
     stores = ("v2.zarr", "v2nc.zarr", "v3.zarr", "sharded.zarr")
-    _failed = False
 
     @classmethod
-    def setUpClass(cls):
-        cls.local, cls.remote, cls.mounts = {}, {}, []
+    def mount_all(cls):
+        cls.local, cls.remote = {}, {}
         cls.mark = records_mark()
-        try:
-            for name in cls.stores:
-                lm = zfmount.Mount(os.path.join(SRV, name), label="local-" + name).start()
-                cls.mounts.append(lm)
-                cls.local[name] = lm
-                rm = mount_s3(name, creds())
-                cls.mounts.append(rm)
-                cls.remote[name] = rm
-                log("mounted %s on %s (pid %d)" % (rm.store, rm.mnt, rm.pid))
-        except Exception:
-            cls.stop_all(True)
-            raise
-
-    @classmethod
-    def stop_all(cls, failed):
-        problems = []
-        for m in cls.mounts:
-            status, how = m.stop(failed=failed)
-            if how == "FAILED" or m.killed_by_watchdog or status != 0:
-                problems.append("%s: status %s, unmount %s" % (m.label, status, how))
-        return problems
-
-    @classmethod
-    def tearDownClass(cls):
-        problems = cls.stop_all(cls._failed)
-        if problems:
-            raise AssertionError("; ".join(problems))
-
-    def run(self, result=None):
-        before = (len(result.failures), len(result.errors)) if result is not None else None
-        r = super().run(result)
-        if result is not None and (len(result.failures), len(result.errors)) != before:
-            type(self)._failed = True
-        return r
+        for name in cls.stores:
+            cls.local[name] = cls.add_mount(os.path.join(SRV, name), label="local-" + name)
+            with aws_env(**creds()):
+                rm = cls.add_mount(s3url(name), options=opts(), label="s3-" + name)
+            cls.remote[name] = rm
+            log("mounted %s on %s (pid %d)" % (rm.store, rm.mnt, rm.pid))
 
     def compare(self, name, **kw):
         n_ok, n_bytes, n_err = rf.compare_trees(self, self.local[name].mnt, self.remote[name].mnt,

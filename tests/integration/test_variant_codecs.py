@@ -416,51 +416,16 @@ def tearDownModule():
 # ---------------------------------------------------------------------------------------------
 
 
-class Variants(zfmount.TestCase):
+class Variants(zfmount.MountsTestCase):
     """Every store mounted locally and over HTTP; the mounts are shared by the tests."""
 
-    _failed = False
-
     @classmethod
-    def setUpClass(cls):
-        cls.mounts, cls.where = [], {}
-        try:
-            for name in STORES:
-                lm = zfmount.Mount(os.path.join(SRV, name), label="local-" + name).start()
-                cls.mounts.append(lm)
-                rm = zfmount.Mount(NGINX.url(name), options=REMOTE_OPTS,
-                                   label="http-" + name).start()
-                cls.mounts.append(rm)
-                cls.where[name] = (("local", lm), ("http", rm))
-        except Exception:
-            cls._stop_all(True)
-            raise
-
-    @classmethod
-    def _stop_all(cls, failed):
-        problems = []
-        for m in cls.mounts:
-            status, how = m.stop(failed=failed)
-            if how == "FAILED":
-                problems.append("could not unmount %s" % m.mnt)
-            elif m.killed_by_watchdog:
-                problems.append("watchdog killed %s (a request hung)" % m.label)
-            elif status != 0:
-                problems.append("%s exited with status %s after the unmount" % (m.label, status))
-        return problems
-
-    @classmethod
-    def tearDownClass(cls):
-        problems = cls._stop_all(cls._failed)
-        if problems:
-            raise AssertionError("; ".join(problems))
-
-    def run(self, result=None):
-        before = (len(result.failures), len(result.errors)) if result is not None else None
-        r = super().run(result)
-        if result is not None and (len(result.failures), len(result.errors)) != before:
-            type(self)._failed = True
-        return r
+    def mount_all(cls):
+        cls.where = {}
+        for name in STORES:
+            lm = cls.add_mount(os.path.join(SRV, name), label="local-" + name)
+            rm = cls.add_mount(NGINX.url(name), options=REMOTE_OPTS, label="http-" + name)
+            cls.where[name] = (("local", lm), ("http", rm))
 
     def check_store(self, store):
         names = sorted(n for s, n in WANT if s == store)
@@ -512,7 +477,7 @@ class Variants(zfmount.TestCase):
         self.check_store("gdal_v3.zarr")
 
     def test_05_daemons_alive(self):
-        for m in self.mounts:
+        for m in self.mounts_started:
             self.assertTrue(m.alive(), "%s died" % m.label)
 
 

@@ -160,46 +160,17 @@ def bool_expected(fill):
 
 # ---------------------------------------------------------------------------------------------
 
-class LocalAndRemote(zfmount.TestCase):
+class LocalAndRemote(zfmount.MountsTestCase):
     """Mounts SRV/<store> locally and over nginx; `self.mounts` is [(where, Mount)]."""
 
     store = None
-    _failed = False
 
     @classmethod
-    def setUpClass(cls):
-        cls.mounts = []
-        try:
-            lm = zfmount.Mount(os.path.join(SRV, cls.store), label="local-" + cls.store).start()
-            cls.mounts.append(("local", lm))
-            rm = zfmount.Mount(NGINX.url(cls.store), options=REMOTE_OPTS,
-                               label="http-" + cls.store).start()
-            cls.mounts.append(("http", rm))
-        except Exception:
-            cls._stop(True)
-            raise
-
-    @classmethod
-    def _stop(cls, failed):
-        problems = []
-        for where, m in cls.mounts:
-            status, how = m.stop(failed=failed)
-            if how == "FAILED" or m.killed_by_watchdog or status != 0:
-                problems.append("%s mount: %s, status %s" % (where, how, status))
-        return problems
-
-    @classmethod
-    def tearDownClass(cls):
-        problems = cls._stop(cls._failed)
-        if problems:
-            raise AssertionError("; ".join(problems))
-
-    def run(self, result=None):
-        before = (len(result.failures), len(result.errors)) if result is not None else None
-        r = super().run(result)
-        if result is not None and (len(result.failures), len(result.errors)) != before:
-            type(self)._failed = True
-        return r
+    def mount_all(cls):
+        cls.mounts = [("local", cls.add_mount(os.path.join(SRV, cls.store),
+                                              label="local-" + cls.store)),
+                      ("http", cls.add_mount(NGINX.url(cls.store), options=REMOTE_OPTS,
+                                             label="http-" + cls.store))]
 
     def assertLoggedOnce(self, m, path):
         lines = [ln for ln in m.stderr_text().splitlines() if ("%s: cannot be read" % path) in ln]

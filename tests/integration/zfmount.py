@@ -642,6 +642,60 @@ def walk_store(root):
     return groups, arrays
 
 
+class MountsTestCase(TestCase):
+    """Several mounts shared by the tests of a class: a subclass's `mount_all()` (classmethod)
+    starts them with `cls.add_mount(store, ...)`; they are all stopped after the last test, and
+    the class fails if one could not be unmounted, was killed by a watchdog (a request hung) or
+    did not exit with status 0. Daemons' stderr is printed when a test of the class failed."""
+
+    _failed = False
+
+    @classmethod
+    def mount_all(cls):
+        raise NotImplementedError
+
+    @classmethod
+    def add_mount(cls, store, **kw):
+        m = Mount(store, **kw).start()
+        cls.mounts_started.append(m)
+        return m
+
+    @classmethod
+    def setUpClass(cls):
+        cls.mounts_started = []
+        try:
+            cls.mount_all()
+        except Exception:
+            cls.stop_mounts(True)
+            raise
+
+    @classmethod
+    def stop_mounts(cls, failed):
+        problems = []
+        for m in cls.mounts_started:
+            status, how = m.stop(failed=failed)
+            if how == "FAILED":
+                problems.append("could not unmount %s" % m.mnt)
+            elif m.killed_by_watchdog:
+                problems.append("watchdog killed %s (a request hung)" % m.label)
+            elif status != 0:
+                problems.append("%s exited with status %s after the unmount" % (m.label, status))
+        return problems
+
+    @classmethod
+    def tearDownClass(cls):
+        problems = cls.stop_mounts(cls._failed)
+        if problems:
+            raise AssertionError("; ".join(problems))
+
+    def run(self, result=None):
+        before = (len(result.failures), len(result.errors)) if result is not None else None
+        r = super().run(result)
+        if result is not None and (len(result.failures), len(result.errors)) != before:
+            type(self)._failed = True
+        return r
+
+
 class MountedTestCase(TestCase):
     """One mount shared by the tests of a class: subclasses define `store_path()` (classmethod)
     and may set `mount_options`.  The daemon's stderr is printed when a test of the class failed,
