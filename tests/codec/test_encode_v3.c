@@ -75,21 +75,6 @@ static void rand_fill(uint8_t *p, size_t n, uint32_t seed)
     }
 }
 
-static zf_chunk_repr repr_of(const char *typestr, unsigned ndim, const uint64_t *shape)
-{
-    zf_chunk_repr r;
-    memset(&r, 0, sizeof r);
-    zf_err err = {""};
-    ck_assert_msg(zf_dtype_parse(typestr, &r.dtype, &err) == ZF_OK, "%s: %s", typestr, err.msg);
-    r.ndim = ndim;
-    size_t n = 1;
-    for (unsigned i = 0; i < ndim; i++) {
-        r.shape[i] = shape[i];
-        n *= (size_t)shape[i];
-    }
-    r.nbytes = n * r.dtype.itemsize;
-    return r;
-}
 
 static zf_codec_chain chain_ok(const char *json, const zf_chunk_repr *r, const void *fill)
 {
@@ -216,7 +201,7 @@ START_TEST(test_bytes_roundtrip)
     static const uint64_t shape[] = {3, 4};
     for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
         for (int big = 0; big < 2; big++) {
-            zf_chunk_repr r = repr_of(types[t], 2, shape);
+            zf_chunk_repr r = tu_repr_of(types[t], 2, shape);
             char json[128];
             snprintf(json, sizeof json,
                      "[{\"name\": \"bytes\", \"configuration\": {\"endian\": \"%s\"}}]",
@@ -252,7 +237,7 @@ START_TEST(test_bytes_literals)
 {
     /* <i4 0x01020304, -2 */
     uint64_t n2[] = {2};
-    zf_chunk_repr r = repr_of("<i4", 1, n2);
+    zf_chunk_repr r = tu_repr_of("<i4", 1, n2);
     uint8_t i4[] = {4, 3, 2, 1, 0xfe, 0xff, 0xff, 0xff};
     uint8_t i4_be[] = {1, 2, 3, 4, 0xff, 0xff, 0xff, 0xfe};
     zf_codec_chain ch =
@@ -266,7 +251,7 @@ START_TEST(test_bytes_literals)
 
     /* <c8 (1 + 2j): two float32, each big endian, real part first. */
     uint64_t n1[] = {1};
-    r = repr_of("<c8", 1, n1);
+    r = tu_repr_of("<c8", 1, n1);
     uint8_t c8[] = {0, 0, 0x80, 0x3f, 0, 0, 0, 0x40};
     uint8_t c8_be[] = {0x3f, 0x80, 0, 0, 0x40, 0, 0, 0};
     ch = chain_ok("[{\"name\": \"bytes\", \"configuration\": {\"endian\": \"big\"}}]", &r, NULL);
@@ -277,7 +262,7 @@ START_TEST(test_bytes_literals)
     zf_chain_clear(&ch);
 
     /* <U2 "AB": two UTF-32 code units, each big endian. */
-    r = repr_of("<U2", 1, n1);
+    r = tu_repr_of("<U2", 1, n1);
     uint8_t u2[] = {'A', 0, 0, 0, 'B', 0, 0, 0};
     uint8_t u2_be[] = {0, 0, 0, 'A', 0, 0, 0, 'B'};
     ch = chain_ok("[{\"name\": \"bytes\", \"configuration\": {\"endian\": \"big\"}}]", &r, NULL);
@@ -289,7 +274,7 @@ START_TEST(test_bytes_literals)
 
     /* A single-byte type needs no "endian". */
     uint64_t n3[] = {3};
-    r = repr_of("|u1", 1, n3);
+    r = tu_repr_of("|u1", 1, n3);
     ch = chain_ok("[{\"name\": \"bytes\"}]", &r, NULL);
     enc = encode_ok(&ch, &r, "xyz", 0, &len, "|u1");
     ck_assert_uint_eq(len, 3);
@@ -300,7 +285,7 @@ START_TEST(test_bytes_literals)
     /* A big-endian decoded type (as a v2-style buffer would be) stored little endian. */
     zf_codec *c;
     ck_assert_int_eq(zf_codec_bytes_make(false, &c), ZF_OK);
-    r = repr_of(">i4", 1, n2);
+    r = tu_repr_of(">i4", 1, n2);
     uint8_t *out;
     zf_err err = {""};
     ck_assert_int_eq(c->ops->encode(c, &r, i4_be, 8, 0, &out, &len, &err), ZF_OK);
@@ -344,7 +329,7 @@ START_TEST(test_transpose_roundtrip)
         for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
             unsigned nd = cases[ci].nd;
             const unsigned *order = cases[ci].order;
-            zf_chunk_repr r = repr_of(types[t], nd, cases[ci].shape);
+            zf_chunk_repr r = tu_repr_of(types[t], nd, cases[ci].shape);
             char json[256], ord[64] = "";
             for (unsigned i = 0; i < nd; i++)
                 snprintf(ord + strlen(ord), sizeof ord - strlen(ord), "%s%u", i ? ", " : "",
@@ -387,7 +372,7 @@ START_TEST(test_transpose_literal)
 {
     /* [[0, 1, 2], [3, 4, 5]] with order [1, 0] is [[0, 3], [1, 4], [2, 5]]. */
     uint64_t shape[] = {2, 3};
-    zf_chunk_repr r = repr_of("|u1", 2, shape);
+    zf_chunk_repr r = tu_repr_of("|u1", 2, shape);
     unsigned order[] = {1, 0};
     zf_codec *c;
     zf_err err = {""};
@@ -540,7 +525,7 @@ START_TEST(test_crc32c_encode)
 {
     /* v3 crc32c: the payload, then its CRC-32C little endian. */
     uint64_t n9[] = {9};
-    zf_chunk_repr r = repr_of("|u1", 1, n9);
+    zf_chunk_repr r = tu_repr_of("|u1", 1, n9);
     zf_codec_chain ch = chain_ok("[{\"name\": \"bytes\"}, {\"name\": \"crc32c\"}]", &r, NULL);
     size_t len;
     uint8_t *enc = encode_ok(&ch, &r, "123456789", 0, &len, "crc32c");
@@ -565,7 +550,7 @@ START_TEST(test_crc32c_encode)
 
     /* A longer chain: transpose, big-endian bytes, crc32c over the lot. */
     uint64_t shape[] = {4, 3, 5};
-    r = repr_of("<f8", 3, shape);
+    r = tu_repr_of("<f8", 3, shape);
     ch = chain_ok("[{\"name\": \"transpose\", \"configuration\": {\"order\": [2, 0, 1]}}, "
                   "{\"name\": \"bytes\", \"configuration\": {\"endian\": \"big\"}}, "
                   "{\"name\": \"crc32c\"}]",
@@ -685,7 +670,7 @@ static void sharding_json(char *json, size_t n, const shard_case *sc)
 static void shard_check(const shard_case *sc, const uint8_t *data, const bool *empty,
                         const char *what)
 {
-    zf_chunk_repr r = repr_of(sc->dtype, sc->nd, sc->shard);
+    zf_chunk_repr r = tu_repr_of(sc->dtype, sc->nd, sc->shard);
     size_t is = r.dtype.itemsize;
     uint8_t fill[16];
     memset(fill, sc->fill, sizeof fill);
@@ -748,7 +733,7 @@ START_TEST(test_sharding_full)
     bool none[64] = {false};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const shard_case *sc = &cases[i];
-        zf_chunk_repr r = repr_of(sc->dtype, sc->nd, sc->shard);
+        zf_chunk_repr r = tu_repr_of(sc->dtype, sc->nd, sc->shard);
         uint8_t *data = malloc(r.nbytes);
         rand_fill(data, r.nbytes, (uint32_t)i + 100);
         char what[64];
@@ -799,7 +784,7 @@ START_TEST(test_sharding_nested)
 {
     for (int at_end = 0; at_end < 2; at_end++) {
         uint64_t shape[] = {8, 8};
-        zf_chunk_repr r = repr_of("<u2", 2, shape);
+        zf_chunk_repr r = tu_repr_of("<u2", 2, shape);
         uint8_t fill[2] = {0x34, 0x12}; /* 0x1234 */
         char json[2048];
         snprintf(json, sizeof json,
@@ -869,7 +854,7 @@ END_TEST
 START_TEST(test_sharding_in_chain)
 {
     uint64_t shape[] = {4, 6}, tshape[] = {6, 4}, ishape[] = {3, 2};
-    zf_chunk_repr r = repr_of("<i4", 2, shape);
+    zf_chunk_repr r = tu_repr_of("<i4", 2, shape);
     zf_codec_chain ch = chain_ok(
         "[{\"name\": \"transpose\", \"configuration\": {\"order\": [1, 0]}}, "
         "{\"name\": \"sharding_indexed\", \"configuration\": {\"chunk_shape\": [3, 2], "
@@ -918,7 +903,7 @@ static zf_codec_chain encode_shard_chain(bool at_end, bool crc)
     shard_case sc = {"<i4", 2, {4, 6}, {2, 3}, INNER_BE_CRC, at_end, crc, 0, 0};
     char json[1024];
     sharding_json(json, sizeof json, &sc);
-    zf_chunk_repr r = repr_of("<i4", 2, sc.shard);
+    zf_chunk_repr r = tu_repr_of("<i4", 2, sc.shard);
     static const uint8_t fill[4] = {0};
     return chain_ok(json, &r, fill);
 }
@@ -1011,7 +996,7 @@ START_TEST(test_encode_shard_mixed)
         place_chunk(whole, 0, n0);
         place_chunk(whole, 1, old_vals[1]);
         place_chunk(whole, 2, n2);
-        zf_chunk_repr r = repr_of("<i4", 2, (const uint64_t[]){4, 6});
+        zf_chunk_repr r = tu_repr_of("<i4", 2, (const uint64_t[]){4, 6});
         decode_expect(&ch, &r, out, out_len, whole, "mixed");
         free(out);
 
@@ -1181,7 +1166,7 @@ END_TEST
 START_TEST(test_sharding_encode_errors)
 {
     uint64_t shape[] = {4};
-    zf_chunk_repr r = repr_of("<i4", 1, shape);
+    zf_chunk_repr r = tu_repr_of("<i4", 1, shape);
     zf_codec_chain ch =
         chain_ok("[{\"name\": \"sharding_indexed\", \"configuration\": {\"chunk_shape\": [2], "
                  "\"codecs\": [{\"name\": \"bytes\", \"configuration\": {\"endian\": "
@@ -1198,7 +1183,7 @@ START_TEST(test_sharding_encode_errors)
                      ZF_ERR_INVALID);
     ck_assert_ptr_null(out);
     /* Another shard shape. */
-    zf_chunk_repr r2 = repr_of("<i4", 1, (const uint64_t[]){6});
+    zf_chunk_repr r2 = tu_repr_of("<i4", 1, (const uint64_t[]){6});
     ck_assert_int_eq(c->ops->encode(c, &r2, (const uint8_t *)v, 24, 0, &out, &len, &err),
                      ZF_ERR_INVALID);
     /* The default index location is the end. */

@@ -51,21 +51,6 @@ static void put_be64(uint8_t *p, uint64_t v)
         p[i] = (uint8_t)(v >> (56 - 8 * i));
 }
 
-static zf_chunk_repr repr_of(const char *typestr, unsigned ndim, const uint64_t *shape)
-{
-    zf_chunk_repr r;
-    memset(&r, 0, sizeof r);
-    zf_err err = {""};
-    ck_assert_msg(zf_dtype_parse(typestr, &r.dtype, &err) == ZF_OK, "%s: %s", typestr, err.msg);
-    r.ndim = ndim;
-    size_t n = 1;
-    for (unsigned i = 0; i < ndim; i++) {
-        r.shape[i] = shape[i];
-        n *= (size_t)shape[i];
-    }
-    r.nbytes = n * r.dtype.itemsize;
-    return r;
-}
 
 /* zf_chain_from_v3 on JSON text; returns its status, the chain in *chain (empty on failure). */
 static zf_status chain_status(const char *json, zf_codec_dialect dialect, const zf_chunk_repr *r,
@@ -180,7 +165,7 @@ START_TEST(test_bytes_endian)
 {
     for (size_t i = 0; i < sizeof endian_cases / sizeof endian_cases[0]; i++) {
         uint64_t shape[1] = {endian_cases[i].n};
-        zf_chunk_repr r = repr_of(endian_cases[i].typestr, 1, shape);
+        zf_chunk_repr r = tu_repr_of(endian_cases[i].typestr, 1, shape);
         ck_assert_uint_eq(r.nbytes, endian_cases[i].len);
         decode_expect("[{\"name\": \"bytes\", \"configuration\": {\"endian\": \"big\"}}]",
                       ZF_CODECS_V3, &r, NULL, endian_cases[i].big, endian_cases[i].len,
@@ -199,7 +184,7 @@ START_TEST(test_bytes_endian)
     }
     /* A 2-d int16 array, big endian: element order is lexicographical (C order). */
     uint64_t shape[2] = {2, 2};
-    zf_chunk_repr r = repr_of("<i2", 2, shape);
+    zf_chunk_repr r = tu_repr_of("<i2", 2, shape);
     decode_expect("[{\"name\": \"bytes\", \"configuration\": {\"endian\": \"big\"}}]",
                   ZF_CODECS_V3, &r, NULL, "\x00\x01\x00\x02\x00\x03\x01\x00", 8,
                   "\x01\x00\x02\x00\x03\x00\x00\x01");
@@ -210,9 +195,9 @@ START_TEST(test_bytes_config)
 {
     char msg[512];
     uint64_t shape[1] = {3};
-    zf_chunk_repr i2 = repr_of("<i2", 1, shape), u1 = repr_of("|u1", 1, shape),
-                  b1 = repr_of("|b1", 1, shape), s4 = repr_of("|S4", 1, shape),
-                  c8 = repr_of("<c8", 1, shape), u = repr_of("<U1", 1, shape);
+    zf_chunk_repr i2 = tu_repr_of("<i2", 1, shape), u1 = tu_repr_of("|u1", 1, shape),
+                  b1 = tu_repr_of("|b1", 1, shape), s4 = tu_repr_of("|S4", 1, shape),
+                  c8 = tu_repr_of("<c8", 1, shape), u = tu_repr_of("<U1", 1, shape);
     /* "endian": "Required for data types for which endianness is applicable". */
     ck_assert_int_eq(v3_status("[{\"name\": \"bytes\"}]", &i2, msg), ZF_ERR_INVALID);
     ck_assert_str_eq(msg, "bytes: \"endian\": missing (required for <i2)");
@@ -247,7 +232,7 @@ START_TEST(test_bytes_config)
                      ZF_ERR_CORRUPT);
     ck_assert_str_eq(msg, "bytes: chunk holds 5 bytes, expected 6");
     /* Object arrays have no binary representation. */
-    zf_chunk_repr o = repr_of("|O", 1, shape);
+    zf_chunk_repr o = tu_repr_of("|O", 1, shape);
     ck_assert_int_eq(v3_status("[\"bytes\"]", &o, msg), ZF_ERR_UNSUPPORTED);
     /* The codec kinds and the resolved representation. */
     zf_codec_chain ch = chain_ok("[{\"name\": \"bytes\", \"configuration\": {\"endian\": "
@@ -272,7 +257,7 @@ START_TEST(test_transpose_v3)
      * B_pos[i] = A_pos[order[i]]. A is 2 x 3 uint8 [[0,1,2],[3,4,5]]; with order [1, 0] the
      * stored B is 3 x 2 [[0,3],[1,4],[2,5]]. */
     uint64_t shape[2] = {2, 3};
-    zf_chunk_repr r = repr_of("|u1", 2, shape);
+    zf_chunk_repr r = tu_repr_of("|u1", 2, shape);
     static const uint8_t a[6] = {0, 1, 2, 3, 4, 5}, b[6] = {0, 3, 1, 4, 2, 5};
     decode_expect("[{\"name\": \"transpose\", \"configuration\": {\"order\": [1, 0]}}, "
                   "\"bytes\"]",
@@ -287,7 +272,7 @@ START_TEST(test_transpose_v3)
     /* 3-d, order [2, 0, 1]: A is 2 x 2 x 3 (value 100i + 10j + k), B is 3 x 2 x 2 with
      * B[k][i][j] = A[i][j][k]. */
     uint64_t s3[3] = {2, 2, 3};
-    zf_chunk_repr r3 = repr_of("|u1", 3, s3);
+    zf_chunk_repr r3 = tu_repr_of("|u1", 3, s3);
     uint8_t a3[12], b3[12];
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++)
@@ -334,7 +319,7 @@ START_TEST(test_crc32c_v3)
     put_le32(zeros + 32, 0x8A9136AAu);
     ck_assert_uint_eq(zeros[32], 0xAA);
     uint64_t shape[1] = {32};
-    zf_chunk_repr r = repr_of("|u1", 1, shape);
+    zf_chunk_repr r = tu_repr_of("|u1", 1, shape);
     static const uint8_t expect[32] = {0};
     decode_expect("[\"bytes\", {\"name\": \"crc32c\"}]", ZF_CODECS_V3, &r, NULL, zeros, 36,
                   expect);
@@ -385,7 +370,7 @@ START_TEST(test_zstd_no_content_size)
     ZSTD_freeCCtx(cc);
     ck_assert(ZSTD_getFrameContentSize(enc, ob.pos) == ZSTD_CONTENTSIZE_UNKNOWN);
     uint64_t shape[1] = {N};
-    zf_chunk_repr r = repr_of("|u1", 1, shape);
+    zf_chunk_repr r = tu_repr_of("|u1", 1, shape);
     const char *json =
         "[\"bytes\", {\"name\": \"zstd\", \"configuration\": {\"level\": 3, \"checksum\": true}}]";
     decode_expect(json, ZF_CODECS_V3, &r, NULL, enc, ob.pos, data);
@@ -396,7 +381,7 @@ START_TEST(test_zstd_no_content_size)
     enc[ob.pos - 2] ^= 0x40;
     /* Expecting fewer bytes than the frame holds fails without writing past them. */
     uint64_t half[1] = {N / 2};
-    zf_chunk_repr rh = repr_of("|u1", 1, half);
+    zf_chunk_repr rh = tu_repr_of("|u1", 1, half);
     ck_assert_int_eq(decode_status(json, &rh, NULL, enc, ob.pos, msg), ZF_ERR_CORRUPT);
     ck_assert_str_eq(msg, "zstd: data decodes to more than the expected 10000 bytes");
     free(data);
@@ -409,7 +394,7 @@ START_TEST(test_compressor_configs)
 {
     char msg[512];
     uint64_t shape[1] = {4};
-    zf_chunk_repr r = repr_of("|u1", 1, shape); /* no "endian" needed */
+    zf_chunk_repr r = tu_repr_of("|u1", 1, shape); /* no "endian" needed */
     static const struct {
         const char *json, *part;
     } bad[] = {
@@ -474,7 +459,7 @@ START_TEST(test_chain_order_and_names)
 {
     char msg[512];
     uint64_t shape[2] = {2, 3};
-    zf_chunk_repr r = repr_of("<i2", 2, shape);
+    zf_chunk_repr r = tu_repr_of("<i2", 2, shape);
     static const char *const le = "{\"name\": \"bytes\", \"configuration\": {\"endian\": "
                                   "\"little\"}}";
     char json[1024];
@@ -570,7 +555,7 @@ START_TEST(test_numcodecs_names)
 {
     /* zarr-python 3's numcodecs.<id>, with numcodecs.zarr3's kinds. */
     uint64_t shape[2] = {2, 4};
-    zf_chunk_repr r = repr_of("<i4", 2, shape);
+    zf_chunk_repr r = tu_repr_of("<i4", 2, shape);
     zf_codec_chain ch = chain_ok(
         "[{\"name\": \"numcodecs.delta\", \"configuration\": {\"dtype\": \"int32\"}}, "
         "{\"name\": \"bytes\", \"configuration\": {\"endian\": \"little\"}}, "
@@ -683,7 +668,7 @@ static void sh_build(shard *s, bool at_end, const int *order, int empty, size_t 
 static zf_codec_chain sh_chain(bool at_end, zf_chunk_repr *r, int16_t fill)
 {
     static const uint64_t shape[2] = {4, 4};
-    *r = repr_of("<i2", 2, shape);
+    *r = tu_repr_of("<i2", 2, shape);
     char json[1024];
     snprintf(json, sizeof json, SH_CODECS, at_end ? "end" : "start");
     return chain_ok(json, ZF_CODECS_V3, r, &fill);
@@ -763,7 +748,7 @@ START_TEST(test_sharding_layout)
     zf_chain_clear(&ch);
     /* The spec's example. */
     uint64_t big[2] = {64, 64};
-    zf_chunk_repr rb = repr_of("<f4", 2, big);
+    zf_chunk_repr rb = tu_repr_of("<f4", 2, big);
     ch = chain_ok("[{\"name\": \"sharding_indexed\", \"configuration\": {\"chunk_shape\": [32, "
                   "32], \"codecs\": [{\"name\": \"bytes\", \"configuration\": {\"endian\": "
                   "\"little\"}}, {\"name\": \"gzip\", \"configuration\": {\"level\": 1}}], "
@@ -892,7 +877,7 @@ START_TEST(test_sharding_big_endian_index)
 {
     /* Index codecs [bytes big, crc32c]: the (offset, nbytes) pairs are big-endian uint64. */
     uint64_t shape[1] = {4};
-    zf_chunk_repr r = repr_of("|u1", 1, shape);
+    zf_chunk_repr r = tu_repr_of("|u1", 1, shape);
     const char *json =
         "[{\"name\": \"sharding_indexed\", \"configuration\": {\"chunk_shape\": [2], "
         "\"codecs\": [\"bytes\"], \"index_codecs\": [{\"name\": \"bytes\", \"configuration\": "
@@ -923,7 +908,7 @@ START_TEST(test_sharding_config)
 {
     char msg[512];
     uint64_t shape[2] = {4, 6};
-    zf_chunk_repr r = repr_of("<i2", 2, shape);
+    zf_chunk_repr r = tu_repr_of("<i2", 2, shape);
     static const char *const le =
         "{\"name\": \"bytes\", \"configuration\": {\"endian\": \"little\"}}";
     static const struct {
@@ -992,7 +977,7 @@ START_TEST(test_sharding_config)
     ck_assert_int_eq(v3_status("[{\"name\": \"sharding_indexed\"}]", &r, msg), ZF_ERR_INVALID);
     /* At most 2^24 inner chunks per shard (the index is sized from the metadata). */
     uint64_t many[1] = {(uint64_t)1 << 25};
-    zf_chunk_repr rm = repr_of("|u1", 1, many);
+    zf_chunk_repr rm = tu_repr_of("|u1", 1, many);
     ck_assert_int_eq(v3_status("[{\"name\": \"sharding_indexed\", \"configuration\": "
                                "{\"chunk_shape\": [1], \"codecs\": [\"bytes\"], "
                                "\"index_codecs\": [{\"name\": \"bytes\", \"configuration\": "
@@ -1018,7 +1003,7 @@ START_TEST(test_sharding_config)
     /* Sharding nested too deep is refused. */
     char json[8192] = "", tail[2048] = "";
     uint64_t one[1] = {1};
-    zf_chunk_repr r1 = repr_of("|u1", 1, one);
+    zf_chunk_repr r1 = tu_repr_of("|u1", 1, one);
     for (int d = 0; d < 12; d++) {
         strcat(json, "[{\"name\": \"sharding_indexed\", \"configuration\": {\"chunk_shape\": "
                      "[1], \"index_codecs\": [\"bytes\"], \"codecs\": ");
@@ -1037,7 +1022,7 @@ START_TEST(test_draft2022)
 {
     char msg[512];
     uint64_t shape[2] = {2, 3};
-    zf_chunk_repr r = repr_of("<i2", 2, shape);
+    zf_chunk_repr r = tu_repr_of("<i2", 2, shape);
     zf_codec_chain ch;
     zf_err err = {""};
     /* No endian codec: the default binary representation (little endian) is added. */
@@ -1258,7 +1243,7 @@ static int run_case(const char *dir, const char *name)
     uint64_t s[ZF_MAX_DIMS];
     for (size_t i = 0; i < shape->u.array.len; i++)
         s[i] = (uint64_t)YAJL_GET_INTEGER(shape->u.array.values[i]);
-    zf_chunk_repr r = repr_of(typestr, (unsigned)shape->u.array.len, s);
+    zf_chunk_repr r = tu_repr_of(typestr, (unsigned)shape->u.array.len, s);
     ck_assert_msg(r.nbytes == xlen, "%s: expected.dat has %zu bytes, not %zu", name, xlen,
                   r.nbytes);
     uint8_t fill[64] = {0};

@@ -34,21 +34,6 @@
 
 #define LE "{\"name\": \"bytes\", \"configuration\": {\"endian\": \"little\"}}"
 
-static zf_chunk_repr repr_of(const char *typestr, unsigned ndim, const uint64_t *shape)
-{
-    zf_chunk_repr r;
-    memset(&r, 0, sizeof r);
-    zf_err err = {""};
-    ck_assert_msg(zf_dtype_parse(typestr, &r.dtype, &err) == ZF_OK, "%s: %s", typestr, err.msg);
-    r.ndim = ndim;
-    size_t n = 1;
-    for (unsigned i = 0; i < ndim; i++) {
-        r.shape[i] = shape[i];
-        n *= (size_t)shape[i];
-    }
-    r.nbytes = n * r.dtype.itemsize;
-    return r;
-}
 
 static zf_status chain_status(const char *json, zf_codec_dialect dialect, const zf_chunk_repr *r,
                               zf_codec_chain *chain, zf_err *err)
@@ -401,7 +386,7 @@ START_TEST(test_checksum_chains)
     for (int i = 0; i < N; i++)
         data[i] = i * 37 - 5000;
     uint64_t shape[1] = {N};
-    zf_chunk_repr r = repr_of("<i4", 1, shape);
+    zf_chunk_repr r = tu_repr_of("<i4", 1, shape);
     static const char *const v2[][2] = {
         {"{\"id\": \"fletcher32\"}", "{\"id\": \"zlib\", \"level\": 1}"},
         {"{\"id\": \"jenkins_lookup3\", \"initval\": 9}", "{\"id\": \"blosc\"}"},
@@ -438,7 +423,7 @@ START_TEST(test_checksum_chains)
     }
     /* numcodecs.<id> codecs encode too (as zarr-python 3 does, through numcodecs) */
     uint64_t shape2[2] = {20, 50};
-    zf_chunk_repr r2 = repr_of("<i4", 2, shape2);
+    zf_chunk_repr r2 = tu_repr_of("<i4", 2, shape2);
     zf_codec_chain nc = chain_ok(
         "[{\"name\": \"numcodecs.delta\", \"configuration\": {\"dtype\": \"<i4\"}}, "
         "{\"name\": \"transpose\", \"configuration\": {\"order\": [1, 0]}}, " LE ", "
@@ -466,7 +451,7 @@ static void bitround_expect(const char *typestr, unsigned keepbits, const void *
                             const void *expected, size_t n)
 {
     uint64_t shape[1] = {n};
-    zf_chunk_repr r = repr_of(typestr, 1, shape);
+    zf_chunk_repr r = tu_repr_of(typestr, 1, shape);
     char json[256];
     snprintf(json, sizeof json,
              "[{\"name\": \"bitround\", \"configuration\": {\"keepbits\": %u}}, \"bytes\"]",
@@ -521,7 +506,7 @@ START_TEST(test_bitround_zarrs)
     bitround_expect("<c8", 3, c8, c8r, 1);
     /* big-endian storage does not change the rounding of the values */
     uint64_t shape[1] = {2};
-    zf_chunk_repr r = repr_of("<u2", 1, shape);
+    zf_chunk_repr r = tu_repr_of("<u2", 1, shape);
     zf_codec_chain ch = chain_ok("[{\"name\": \"bitround\", \"configuration\": {\"keepbits\": 2}}, "
                                  "{\"name\": \"bytes\", \"configuration\": {\"endian\": \"big\"}}]",
                                  ZF_CODECS_V3, &r);
@@ -535,7 +520,7 @@ START_TEST(test_bitround_zarrs)
     free(enc);
     zf_chain_clear(&ch);
     /* data types zarrs does not round: refused on encode (decode is the identity) */
-    r = repr_of("|b1", 1, shape);
+    r = tu_repr_of("|b1", 1, shape);
     ch = chain_ok("[{\"name\": \"bitround\", \"configuration\": {\"keepbits\": 2}}, \"bytes\"]",
                   ZF_CODECS_V3, &r);
     static const uint8_t b2[2] = {1, 0};
@@ -544,7 +529,7 @@ START_TEST(test_bitround_zarrs)
     decode_expect(&ch, &r, b2, 2, b2, "bool bitround decode");
     zf_chain_clear(&ch);
     /* numcodecs.bitround keeps numcodecs' rules: integers are refused */
-    r = repr_of("<i2", 1, shape);
+    r = tu_repr_of("<i2", 1, shape);
     ch = chain_ok("[{\"name\": \"numcodecs.bitround\", \"configuration\": {\"keepbits\": 2}}, " LE
                   "]",
                   ZF_CODECS_V3, &r);
@@ -575,7 +560,7 @@ END_TEST
 START_TEST(test_reshape_squeeze)
 {
     uint64_t shape[4] = {2, 1, 3, 4};
-    zf_chunk_repr r = repr_of("<u2", 4, shape);
+    zf_chunk_repr r = tu_repr_of("<u2", 4, shape);
     zf_chunk_repr reprs[4];
     zf_err err = {""};
     static const struct {
@@ -613,7 +598,7 @@ START_TEST(test_reshape_squeeze)
     }
     /* squeeze of all-1 dimensions leaves [1]; a transpose may follow a reshape */
     uint64_t ones[3] = {1, 1, 1};
-    zf_chunk_repr r1 = repr_of("<f4", 3, ones);
+    zf_chunk_repr r1 = tu_repr_of("<f4", 3, ones);
     zf_codec_chain ch = chain_ok("[\"zarrs.squeeze\", " LE "]", ZF_CODECS_V3, &r1);
     ck_assert_int_eq(zf_chain_resolve(&ch, &r1, reprs, &err), ZF_OK);
     ck_assert_uint_eq(reprs[1].ndim, 1);
@@ -653,7 +638,7 @@ END_TEST
 START_TEST(test_chain_zstd_gzip)
 {
     uint64_t shape[2] = {30, 40};
-    zf_chunk_repr r = repr_of("<i4", 2, shape);
+    zf_chunk_repr r = tu_repr_of("<i4", 2, shape);
     int32_t data[1200], tr[1200];
     for (int i = 0; i < 1200; i++)
         data[i] = (i % 97) * 1000 - i;
@@ -703,7 +688,7 @@ END_TEST
 START_TEST(test_chain_sharding_gzip)
 {
     uint64_t shape[2] = {8, 6};
-    zf_chunk_repr r = repr_of("<u2", 2, shape);
+    zf_chunk_repr r = tu_repr_of("<u2", 2, shape);
     uint16_t data[48];
     for (int i = 0; i < 48; i++)
         data[i] = (uint16_t)(i < 24 ? 0 : i * 3); /* half fill value: empty inner chunks */
@@ -746,7 +731,7 @@ END_TEST
 START_TEST(test_chain_draft2022_endian_gzip_blosc)
 {
     uint64_t shape[2] = {16, 16};
-    zf_chunk_repr r = repr_of("<f8", 2, shape);
+    zf_chunk_repr r = tu_repr_of("<f8", 2, shape);
     double data[256];
     for (int i = 0; i < 256; i++)
         data[i] = i * 0.25 - 7.0;
@@ -794,7 +779,7 @@ START_TEST(test_chain_every_compressor)
     uint8_t data[N];
     tu_fill(data, N, 3);
     uint64_t shape[1] = {N};
-    zf_chunk_repr r = repr_of("|u1", 1, shape);
+    zf_chunk_repr r = tu_repr_of("|u1", 1, shape);
     static const char *const comp[] = {
         "{\"id\": \"zlib\", \"level\": 1}",  "{\"id\": \"gzip\", \"level\": 1}",
         "{\"id\": \"bz2\", \"level\": 1}",   "{\"id\": \"lzma\", \"preset\": 1}",
@@ -841,7 +826,7 @@ START_TEST(test_chain_bound)
     uint8_t *data = malloc(N);
     rand_fill(data, N, 11);
     uint64_t shape[1] = {N};
-    zf_chunk_repr r = repr_of("|u1", 1, shape);
+    zf_chunk_repr r = tu_repr_of("|u1", 1, shape);
     static const char *const b64[] = {"{\"id\": \"zstd\", \"level\": 1}", "{\"id\": \"base64\"}",
                                       "{\"id\": \"zlib\", \"level\": 1}"};
     zf_codec_chain ch = v2_chain(b64, 3);
@@ -853,7 +838,7 @@ START_TEST(test_chain_bound)
      * zeros (what gzip should read). The bound is 2 * 4 KiB + 1 MiB: refused after about that
      * much output, quickly, naming zlib. */
     uint64_t small[1] = {4096};
-    zf_chunk_repr rs = repr_of("|u1", 1, small);
+    zf_chunk_repr rs = tu_repr_of("|u1", 1, small);
     static const char *const gz_zl[] = {"{\"id\": \"gzip\"}", "{\"id\": \"zlib\"}"};
     ch = v2_chain(gz_zl, 2);
     size_t bound;
@@ -947,7 +932,7 @@ START_TEST(test_blosc_gdal_shuffle)
         data[i] = (int16_t)(i % 300);
     zf_chunk_repr r;
     uint64_t shape[1] = {N};
-    r = repr_of("<i2", 1, shape);
+    r = tu_repr_of("<i2", 1, shape);
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         char cfg[256];
         snprintf(cfg, sizeof cfg,

@@ -187,3 +187,19 @@ void tu_npy_free(tu_npy *n)
     free(n->file);
     n->file = NULL;
 }
+
+zf_chunk_repr tu_repr_of(const char *typestr, unsigned ndim, const uint64_t *shape)
+{
+    zf_chunk_repr r;
+    memset(&r, 0, sizeof r);
+    zf_err err = {""};
+    ck_assert_msg(zf_dtype_parse(typestr, &r.dtype, &err) == ZF_OK, "%s: %s", typestr, err.msg);
+    r.ndim = ndim;
+    size_t n = 1;
+    for (unsigned i = 0; i < ndim; i++) {
+        r.shape[i] = shape[i];
+        n *= (size_t)shape[i];
+    }
+    r.nbytes = n * r.dtype.itemsize;
+    return r;
+}

@@ -28,6 +28,10 @@ zf_status tu_decode(const zf_codec *c, const void *in, size_t in_len, void *out,
 /* Deterministic test data: compressible bytes (small alphabet with runs). */
 void tu_fill(uint8_t *buf, size_t n, uint32_t seed);
 
+/* The decoded representation of a chunk of `shape` (ndim dims) elements of typestr
+ * (C order, nbytes = elements * itemsize); fails the test on a bad typestr. */
+zf_chunk_repr tu_repr_of(const char *typestr, unsigned ndim, const uint64_t *shape);
+
 /* The directory of generated numcodecs expectations (NULL when numcodecs is not available). */
 extern const char *tu_expected_dir;
 
