@@ -477,9 +477,20 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         return;
     }
     if (ino == STATS_INO) {
+        /* Reply from a copy: once the reader has its bytes it may close the file, and the
+         * release (on another thread) frees the snapshot while this thread may still be in
+         * writev's return path (where ASan checks the buffer it sent). */
         stats_handle *sh = (stats_handle *)(uintptr_t)fi->fh;
         size_t o = (uint64_t)off < sh->len ? (size_t)off : sh->len;
-        fuse_reply_buf(req, sh->json + o, size < sh->len - o ? size : sh->len - o);
+        size_t n = size < sh->len - o ? size : sh->len - o;
+        char *copy = malloc(n ? n : 1);
+        if (!copy) {
+            fuse_reply_err(req, ENOMEM);
+            return;
+        }
+        memcpy(copy, sh->json + o, n);
+        fuse_reply_buf(req, copy, n);
+        free(copy);
         return;
     }
     zf_node *n = (zf_node *)(uintptr_t)fi->fh;
