@@ -37,6 +37,24 @@ void zf_store_listing_free(zf_store_listing *l);
 
 typedef struct zf_store zf_store;
 
+/* What identifies one version of a value, as HTTP validators do (RFC 9110 "Validator Fields"): a
+ * new ETag, Last-Modified or size means a new value. Remote backends report it with each read
+ * (zf_store_read_versioned); the disk cache keeps it with each entry to revalidate the entry. */
+typedef struct zf_store_version {
+    char etag[160];        /* the ETag as sent, quotes included; "" when the server sends none */
+    struct timespec mtime; /* Last-Modified; zero when unknown */
+    uint64_t size;         /* the whole value's size, when has_size */
+    bool has_size;
+} zf_store_version;
+
+/* The four reads of a store, as one operation (zf_store_read_versioned). */
+typedef enum zf_read_kind {
+    ZF_READ_ALL,    /* get */
+    ZF_READ_RANGE,  /* get_partial(offset, len) */
+    ZF_READ_SUFFIX, /* get_suffix(len); the value's size in version.size */
+    ZF_READ_STAT,   /* stat: no bytes; size and mtime in the version */
+} zf_read_kind;
+
 typedef struct zf_store_ops {
     const char *scheme; /* "file", ... */
     zf_status (*get)(zf_store *s, const char *key, zf_bytes *out, zf_err *err);
@@ -55,12 +73,21 @@ typedef struct zf_store_ops {
                      zf_err *err);
     zf_status (*erase)(zf_store *s, const char *key, zf_err *err);
     zf_status (*remove_dir)(zf_store *s, const char *prefix, zf_err *err);
+    /* Optional (remote backends): one of the reads above, also reporting the version of the value
+     * it read (NULL: the dispatcher calls the plain op and knows only the size). */
+    zf_status (*read_versioned)(zf_store *s, const char *key, zf_read_kind kind, uint64_t offset,
+                                uint64_t len, zf_bytes *out, zf_store_version *ver, zf_err *err);
 } zf_store_ops;
 
 struct zf_store {
     const zf_store_ops *ops;
     char *url;   /* what the user named, for messages */
     bool remote; /* reached over the network */
+    /* Where the data lives, for caches that outlive the mount: the full location (HTTP: the base
+     * URL, any password hidden; S3: endpoint, bucket and prefix), never a secret. NULL: url. */
+    char *location;
+    /* A wrapper (the disk cache): the store it wraps, whose traffic zf_store_get_stats reports. */
+    zf_store *inner;
     /* Counted by the zf_store_* calls (backends start them at zero); read with
      * zf_store_get_stats. */
     _Atomic uint64_t n_requests, n_bytes, n_errors, n_retries;
@@ -68,7 +95,8 @@ struct zf_store {
 };
 
 /* What reached a store: requests (get, get_partial, get_suffix, stat, list_dir), bytes of values
- * returned, failed requests (not counting "not found"), and retries (remote backends). */
+ * returned, failed requests (not counting "not found"), and retries (remote backends). For a
+ * wrapper, those of the store it wraps: what went over the network. */
 typedef struct zf_store_stats {
     uint64_t requests, bytes, errors, retries;
     uint64_t writes;        /* of the requests: set, erase and remove_dir */
@@ -147,6 +175,17 @@ zf_status zf_store_get_suffix(zf_store *s, const char *key, uint64_t len, zf_byt
 /* Size in bytes and modification time of key's value (mtime may be zero when unknown). */
 zf_status zf_store_stat(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
                         zf_err *err);
+/* One read of the given kind (get, get_partial, get_suffix or stat) with, in *ver, the version of
+ * the value it read: ETag and Last-Modified where the backend knows them, and the value's size
+ * where known (always for ZF_READ_ALL, ZF_READ_SUFFIX and ZF_READ_STAT). out is unused (may be
+ * NULL) for ZF_READ_STAT. Errors as zf_store_get. */
+zf_status zf_store_read_versioned(zf_store *s, const char *key, zf_read_kind kind,
+                                  uint64_t offset, uint64_t len, zf_bytes *out,
+                                  zf_store_version *ver, zf_err *err);
+/* True when a and b name the same version of a value: equal ETags when both have one, else equal
+ * Last-Modified times (both known); and equal sizes where both are known. Versions with neither an
+ * ETag nor a Last-Modified time never match (nothing tells a new value from the old). */
+bool zf_store_version_equal(const zf_store_version *a, const zf_store_version *b);
 /* Direct children of prefix ("" for the root; otherwise without a trailing '/'), unsorted.
  * Errors: ZF_ERR_NOT_FOUND when nothing lies below prefix. */
 zf_status zf_store_list_dir(zf_store *s, const char *prefix, zf_store_listing *out, zf_err *err);
@@ -174,5 +213,40 @@ zf_status zf_store_erase(zf_store *s, const char *key, zf_err *err);
 zf_status zf_store_remove_dir(zf_store *s, const char *prefix, zf_err *err);
 
 void zf_store_close(zf_store *s);
+
+/* ----- the disk cache (store_diskcache.c) -----
+ * A store wrapper that keeps what the remote store it wraps returns — whole values, byte ranges,
+ * suffixes, stats — in files below a directory, across mounts, bounded in bytes (LRU). Each
+ * entry carries the value's version and a checksum; one older than ttl is revalidated (a HEAD:
+ * same version → used; new version → fetched again). See docs/zarrfs.1 "DISK CACHE". */
+typedef struct zf_disk_cache_options {
+    const char *dir;    /* created 0700 if missing (and its parents); shared by mounts */
+    uint64_t max_bytes; /* bound on the entries' bytes (0: ZF_DISK_CACHE_DEFAULT_SIZE) */
+    double ttl;         /* seconds an entry is used without revalidation; <= 0: for ever. Absent
+                           keys are remembered on disk this long (not at all when <= 0). */
+} zf_disk_cache_options;
+#define ZF_DISK_CACHE_DEFAULT_SIZE ((uint64_t)10 << 30)
+
+/* Wrap inner (which the wrapper owns from then on: zf_store_close closes both). On failure inner
+ * is left to the caller. Errors: ZF_ERR_IO (the directory cannot be made or used: message names
+ * it), ZF_ERR_INVALID (no directory), ZF_ERR_NOMEM. */
+zf_status zf_store_disk_cache_open(zf_store *inner, const zf_disk_cache_options *opts,
+                                   zf_store **out, zf_err *err);
+
+typedef struct zf_disk_cache_stats {
+    uint64_t hits, misses;     /* reads answered from disk (absent keys included) / not */
+    uint64_t bytes_read;       /* bytes of values read from entries */
+    uint64_t bytes_written;    /* bytes of entries written */
+    uint64_t evictions;        /* entries removed to stay under the bound */
+    uint64_t bad_entries;      /* entries dropped as torn or corrupt (size, checksum, header) */
+    uint64_t revalidations;    /* requests made to check an entry older than the ttl */
+    uint64_t stale;            /* entries dropped because the value changed */
+    uint64_t write_failures;   /* entries that could not be written (the read still succeeds) */
+    uint64_t bytes, capacity;  /* bytes of all entries in the directory (as last counted), bound */
+} zf_disk_cache_stats;
+/* The counters of s when it is a disk cache (false, *out untouched, when it is not). */
+bool zf_store_disk_cache_stats(zf_store *s, zf_disk_cache_stats *out);
+/* ", \"disk_cache\": {...}" for the statistics JSON when s is a disk cache, else "". */
+void zf_store_disk_cache_json(zf_store *s, char *buf, size_t n);
 
 #endif

@@ -35,6 +35,7 @@ typedef struct zf_options {
     int insecure, anonymous;
     unsigned retries, max_connections, readahead; /* retries: UINT_MAX until given */
     char *timeout, *metadata_ttl, *endpoint, *region, *profile;
+    char *disk_cache, *disk_cache_size;
     int show_version;
     int show_help;
     int rw, allow_delete, write_empty_chunks;
@@ -50,6 +51,7 @@ static const struct fuse_opt zf_opts[] = {
     ZF_OPT("readahead=%u", readahead),    ZF_OPT("metadata_ttl=%s", metadata_ttl),
     ZF_OPT("endpoint=%s", endpoint),      ZF_OPT("region=%s", region),
     ZF_OPT("profile=%s", profile),
+    ZF_OPT("disk_cache=%s", disk_cache), ZF_OPT("disk_cache_size=%s", disk_cache_size),
     ZF_OPT("--version", show_version),   ZF_OPT("-V", show_version),
     ZF_OPT("--help", show_help),         ZF_OPT("-h", show_help),
     ZF_OPT("allow_delete", allow_delete), ZF_OPT("write_empty_chunks", write_empty_chunks),
@@ -59,6 +61,7 @@ static const struct fuse_opt zf_opts[] = {
 };
 
 #define DEFAULT_CACHE_SIZE "512M"
+#define DEFAULT_DISK_CACHE_SIZE "10G"
 
 static void usage(const char *prog)
 {
@@ -82,6 +85,10 @@ static void usage(const char *prog)
            "    -o timeout=SECONDS     per request (default: %g)\n"
            "    -o metadata_ttl=SECONDS  trust metadata and listings this long (default: 60\n"
            "                           for remote stores, forever for local ones)\n"
+           "    -o disk_cache=DIR      keep fetched objects in DIR across mounts (default:\n"
+           "                           none); entries older than metadata_ttl are revalidated\n"
+           "    -o disk_cache_size=SIZE  bound of the disk cache (default: "
+           DEFAULT_DISK_CACHE_SIZE ")\n"
            "    -o insecure            do not verify TLS certificates (default: verify)\n"
            "    -o endpoint=URL        S3 endpoint (default: AWS, from the region)\n"
            "    -o region=R            S3 region (default: $AWS_REGION or us-east-1)\n"
@@ -134,6 +141,50 @@ static size_t parse_size(const char *s)
     if (v > (SIZE_MAX >> shift))
         return 0;
     return (size_t)(v << shift);
+}
+
+/* Wrap a remote *store in the disk cache of -o disk_cache=DIR (entries revalidated after ttl
+ * seconds); a local store is left as it is, with a warning. false, having said why on stderr,
+ * when the options are bad or the directory unusable (*store is left to the caller). */
+static bool open_disk_cache(const zf_options *o, double ttl, zf_store **store)
+{
+    if (!o->disk_cache) {
+        if (o->disk_cache_size)
+            zf_log_warn("-o disk_cache_size without -o disk_cache: ignored");
+        return true;
+    }
+    const char *size_text = o->disk_cache_size ? o->disk_cache_size : DEFAULT_DISK_CACHE_SIZE;
+    zf_disk_cache_options dco = {.dir = o->disk_cache, .max_bytes = parse_size(size_text),
+                                 .ttl = ttl};
+    if (dco.max_bytes == 0) {
+        fprintf(stderr, "zarrfs: -o disk_cache_size=%s: expected a size such as 10G\n",
+                size_text);
+        return false;
+    }
+    if (!*o->disk_cache) {
+        fprintf(stderr, "zarrfs: -o disk_cache=: expected a directory\n");
+        return false;
+    }
+    if (!zf_store_is_remote(*store)) {
+        zf_log_warn("-o disk_cache: %s is a local store, read directly (no disk cache)", o->store);
+        return true;
+    }
+    char *abs = o->disk_cache[0] == '/' ? NULL : realpath(".", NULL); /* daemons chdir("/") */
+    char *dir = NULL;
+    if (abs && asprintf(&dir, "%s/%s", abs, o->disk_cache) < 0)
+        dir = NULL;
+    free(abs);
+    dco.dir = dir ? dir : o->disk_cache;
+    zf_err err = {""};
+    zf_store *wrapped;
+    zf_status st = zf_store_disk_cache_open(*store, &dco, &wrapped, &err);
+    free(dir);
+    if (st != ZF_OK) {
+        fprintf(stderr, "zarrfs: -o disk_cache: %s\n", err.msg[0] ? err.msg : zf_status_str(st));
+        return false;
+    }
+    *store = wrapped;
+    return true;
 }
 
 /* "2.5" -> 2.5 seconds (> 0, or >= 0 with zero_ok); false when malformed. */
@@ -437,6 +488,11 @@ int main(int argc, char *argv[])
             goto out;
         }
     }
+    /* -o disk_cache: the remote store, wrapped (a local one is read as it is) */
+    if (st == ZF_OK && !open_disk_cache(&o, hopts.metadata_ttl, &store)) {
+        zf_store_close(store);
+        goto out;
+    }
     /* A remote failure names the store (as the user gave it, any password hidden), since the
      * key alone ("zarr.json: connection refused") does not say where. */
     char *remote_url = NULL;
@@ -507,6 +563,8 @@ out:
     free(o.endpoint);
     free(o.region);
     free(o.profile);
+    free(o.disk_cache);
+    free(o.disk_cache_size);
     fuse_opt_free_args(&args);
     return ret;
 }

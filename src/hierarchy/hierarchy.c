@@ -978,6 +978,8 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
     zf_cache_get_stats(h->cache, &c);
     zf_array_get_decode_stats(&d);
     zf_store_get_stats(h->store, &s);
+    char dc[512]; /* the disk cache's counters, when there is one */
+    zf_store_disk_cache_json(h->store, dc, sizeof dc);
     char *out;
     int n = asprintf(&out,
                      "{\"cache\": {\"hits\": %llu, \"misses\": %llu, \"evictions\": %llu, "
@@ -989,7 +991,7 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
                      "\"store\": {\"requests\": %llu, \"bytes_fetched\": %llu, "
                      "\"retries\": %llu, \"errors\": %llu, \"writes\": %llu, "
                      "\"bytes_written\": %llu}, "
-                     "\"replies_failed\": %llu}\n",
+                     "\"replies_failed\": %llu%s}\n",
                      (unsigned long long)c.hits, (unsigned long long)c.misses,
                      (unsigned long long)c.evictions, c.bytes, c.entries,
                      zf_cache_capacity(h->cache), (unsigned long long)c.loads_failed,
@@ -1001,7 +1003,7 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
                      (unsigned long long)s.requests, (unsigned long long)s.bytes,
                      (unsigned long long)s.retries, (unsigned long long)s.errors,
                      (unsigned long long)s.writes, (unsigned long long)s.bytes_written,
-                     (unsigned long long)replies_failed);
+                     (unsigned long long)replies_failed, dc);
     return n < 0 ? NULL : out;
 }
 

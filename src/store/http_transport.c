@@ -247,7 +247,7 @@ typedef struct xfer {
     bool has_cl, has_cr, cr_unsat, cr_total_known;
     uint64_t cl, cr_first, cr_last, cr_total;
     time_t mtime;
-    char ctype[128], region[64];
+    char ctype[128], region[64], etag[160];
     /* its body */
     bool started, enough, too_large, nomem;
     body_mode mode;
@@ -359,6 +359,9 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud)
         x->mtime = curl_getdate(tmp, NULL);
     } else if (IS("content-type")) {
         copy_value(x->ctype, sizeof x->ctype, v, vn);
+    } else if (IS("etag")) {
+        if (vn < sizeof x->etag) /* a longer one is not kept: then it cannot tell versions */
+            copy_value(x->etag, sizeof x->etag, v, vn);
     } else if (IS("x-amz-bucket-region")) {
         copy_value(x->region, sizeof x->region, v, vn);
     }
@@ -756,6 +759,7 @@ static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
         memcpy(resp->reason, x.reason, sizeof resp->reason);
         memcpy(resp->content_type, x.ctype, sizeof resp->content_type);
         memcpy(resp->bucket_region, x.region, sizeof resp->bucket_region);
+        memcpy(resp->etag, x.etag, sizeof resp->etag);
         resp->mtime = (struct timespec){.tv_sec = x.mtime > 0 ? x.mtime : 0};
         resp->dir_redirect = dir_redirect;
         if (!take_body(&x, resp, x.status < 200 || x.status >= 300)) {
@@ -841,8 +845,19 @@ zf_status zf_bytes_empty(zf_bytes *out)
     return out->data ? ZF_OK : ZF_ERR_NOMEM;
 }
 
+void zf_http_version(const zf_http_response *r, zf_store_version *ver)
+{
+    if (!ver)
+        return;
+    memset(ver, 0, sizeof *ver);
+    memcpy(ver->etag, r->etag, sizeof ver->etag);
+    ver->mtime = r->mtime;
+    ver->has_size = r->has_total;
+    ver->size = r->has_total ? r->total : 0;
+}
+
 zf_status zf_http_get(zf_store *s, const char *key, zf_range_request_fn request, zf_bytes *out,
-                      zf_err *err)
+                      zf_store_version *ver, zf_err *err)
 {
     zf_http_response r;
     zf_status st = request(s, key, ZF_HTTP_GET, 0, 0, &r, err);
@@ -852,14 +867,21 @@ zf_status zf_http_get(zf_store *s, const char *key, zf_range_request_fn request,
         zf_http_response_free(&r);
         return zf_fail(err, ZF_ERR_IO, "%s: 416 to a request without a range", key);
     }
+    zf_http_version(&r, ver);
+    if (ver) { /* a whole body: its length is the size, whatever the headers said */
+        ver->size = r.body.len;
+        ver->has_size = true;
+    }
     *out = r.body;
     return ZF_OK;
 }
 
 zf_status zf_http_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
                               zf_range_request_fn request, zf_stat_fn stat, zf_bytes *out,
-                              zf_err *err)
+                              zf_store_version *ver, zf_err *err)
 {
+    if (ver) /* unknown unless an answer with a body tells */
+        memset(ver, 0, sizeof *ver);
     if (len == 0) { /* nothing to read, but a missing key is still "not found" */
         zf_status st = stat(s, key, NULL, NULL, err);
         return st ? st : zf_bytes_empty(out);
@@ -872,14 +894,17 @@ zf_status zf_http_get_partial(zf_store *s, const char *key, uint64_t offset, uin
         zf_http_response_free(&r);
         return zf_bytes_empty(out);
     }
+    zf_http_version(&r, ver);
     *out = r.body;
     return ZF_OK;
 }
 
 zf_status zf_http_get_suffix(zf_store *s, const char *key, uint64_t len,
                              zf_range_request_fn request, zf_stat_fn stat, zf_bytes *out,
-                             uint64_t *total, zf_err *err)
+                             uint64_t *total, zf_store_version *ver, zf_err *err)
 {
+    if (ver)
+        memset(ver, 0, sizeof *ver);
     if (len == 0) {
         zf_status st = stat(s, key, total, NULL, err);
         return st ? st : zf_bytes_empty(out);
@@ -904,6 +929,32 @@ zf_status zf_http_get_suffix(zf_store *s, const char *key, uint64_t len,
         return zf_fail(err, ZF_ERR_IO, "%s: the answer does not tell the size", key);
     }
     *total = r.total;
+    zf_http_version(&r, ver);
     *out = r.body;
     return ZF_OK;
+}
+
+zf_status zf_http_read_versioned(zf_store *s, const char *key, zf_read_kind kind,
+                                 uint64_t offset, uint64_t len, zf_range_request_fn request,
+                                 zf_stat_fn stat, zf_stat_version_fn stat_v, zf_bytes *out,
+                                 zf_store_version *ver, zf_err *err)
+{
+    zf_status st;
+    uint64_t total;
+    switch (kind) {
+    case ZF_READ_ALL:
+        return zf_http_get(s, key, request, out, ver, err);
+    case ZF_READ_RANGE:
+        return zf_http_get_partial(s, key, offset, len, request, stat, out, ver, err);
+    case ZF_READ_SUFFIX:
+        if ((st = zf_http_get_suffix(s, key, len, request, stat, out, &total, ver, err)) ==
+            ZF_OK) {
+            ver->size = total;
+            ver->has_size = true;
+        }
+        return st;
+    case ZF_READ_STAT:
+        return stat_v(s, key, ver, err);
+    }
+    return zf_fail(err, ZF_ERR_INVALID, "%s: unknown kind of read", key);
 }

@@ -71,6 +71,8 @@ static zf_status check_key(const char *key, bool allow_root, zf_err *err)
 
 void zf_store_get_stats(zf_store *s, zf_store_stats *out)
 {
+    while (s->inner) /* a wrapper's own calls are not traffic */
+        s = s->inner;
     *out = (zf_store_stats){.requests = s->n_requests, .bytes = s->n_bytes,
                             .errors = s->n_errors, .retries = s->n_retries,
                             .writes = s->n_writes, .bytes_written = s->n_bytes_written};
@@ -123,6 +125,47 @@ zf_status zf_store_stat(zf_store *s, const char *key, uint64_t *size, struct tim
 {
     zf_status st = check_key(key, false, err);
     return st ? st : counted(s, s->ops->stat(s, key, size, mtime, err), NULL);
+}
+
+zf_status zf_store_read_versioned(zf_store *s, const char *key, zf_read_kind kind,
+                                  uint64_t offset, uint64_t len, zf_bytes *out,
+                                  zf_store_version *ver, zf_err *err)
+{
+    zf_status st = check_key(key, false, err);
+    if (st != ZF_OK)
+        return st;
+    memset(ver, 0, sizeof *ver);
+    if (s->ops->read_versioned)
+        return counted(s, s->ops->read_versioned(s, key, kind, offset, len, out, ver, err),
+                       kind == ZF_READ_STAT ? NULL : out);
+    switch (kind) { /* a backend without versions: only the size is known */
+    case ZF_READ_ALL:
+        if ((st = zf_store_get(s, key, out, err)) == ZF_OK)
+            ver->size = out->len, ver->has_size = true;
+        return st;
+    case ZF_READ_RANGE:
+        return zf_store_get_partial(s, key, offset, len, out, err);
+    case ZF_READ_SUFFIX:
+        if ((st = zf_store_get_suffix(s, key, len, out, &ver->size, err)) == ZF_OK)
+            ver->has_size = true;
+        return st;
+    case ZF_READ_STAT:
+        if ((st = zf_store_stat(s, key, &ver->size, &ver->mtime, err)) == ZF_OK)
+            ver->has_size = true;
+        return st;
+    }
+    return zf_fail(err, ZF_ERR_INVALID, "%s: unknown kind of read", key);
+}
+
+bool zf_store_version_equal(const zf_store_version *a, const zf_store_version *b)
+{
+    if (a->has_size && b->has_size && a->size != b->size)
+        return false;
+    if (a->etag[0] && b->etag[0])
+        return strcmp(a->etag, b->etag) == 0;
+    bool a_mt = a->mtime.tv_sec || a->mtime.tv_nsec, b_mt = b->mtime.tv_sec || b->mtime.tv_nsec;
+    return a_mt && b_mt && a->mtime.tv_sec == b->mtime.tv_sec &&
+           a->mtime.tv_nsec == b->mtime.tv_nsec;
 }
 
 zf_status zf_store_list_dir(zf_store *s, const char *prefix, zf_store_listing *out, zf_err *err)

@@ -46,8 +46,8 @@ static zf_status request(http_store *hs, const char *key, zf_http_kind kind, uin
     return st;
 }
 
-static zf_status http_stat(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
-                           zf_err *err)
+/* HEAD: the value's version (size, Last-Modified, ETag). */
+static zf_status http_stat_v(zf_store *s, const char *key, zf_store_version *ver, zf_err *err)
 {
     http_store *hs = (http_store *)s;
     zf_http_response r;
@@ -58,8 +58,7 @@ static zf_status http_stat(zf_store *s, const char *key, uint64_t *size, struct 
         zf_http_response_free(&r);
         return zf_fail(err, ZF_ERR_IO, "%s: 416 to a HEAD request", key);
     }
-    if (mtime)
-        *mtime = r.mtime;
+    zf_http_version(&r, ver);
     bool known = r.has_total;
     uint64_t total = r.total;
     zf_http_response_free(&r);
@@ -75,9 +74,21 @@ static zf_status http_stat(zf_store *s, const char *key, uint64_t *size, struct 
         if (!known)
             return zf_fail(err, ZF_ERR_IO, "%s: the server does not tell the size", key);
     }
-    if (size)
-        *size = total;
+    ver->size = total;
+    ver->has_size = true;
     return ZF_OK;
+}
+
+static zf_status http_stat(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
+                           zf_err *err)
+{
+    zf_store_version v;
+    zf_status st = http_stat_v(s, key, &v, err);
+    if (st == ZF_OK && size)
+        *size = v.size;
+    if (st == ZF_OK && mtime)
+        *mtime = v.mtime;
+    return st;
 }
 
 
@@ -90,19 +101,28 @@ static zf_status http_range_request(zf_store *s, const char *key, zf_http_kind k
 
 static zf_status http_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)
 {
-    return zf_http_get(s, key, http_range_request, out, err);
+    return zf_http_get(s, key, http_range_request, out, NULL, err);
 }
 
 static zf_status http_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
                                 zf_bytes *out, zf_err *err)
 {
-    return zf_http_get_partial(s, key, offset, len, http_range_request, http_stat, out, err);
+    return zf_http_get_partial(s, key, offset, len, http_range_request, http_stat, out, NULL,
+                               err);
 }
 
 static zf_status http_get_suffix(zf_store *s, const char *key, uint64_t len, zf_bytes *out,
                                uint64_t *total, zf_err *err)
 {
-    return zf_http_get_suffix(s, key, len, http_range_request, http_stat, out, total, err);
+    return zf_http_get_suffix(s, key, len, http_range_request, http_stat, out, total, NULL, err);
+}
+
+static zf_status http_read_versioned(zf_store *s, const char *key, zf_read_kind kind,
+                                     uint64_t offset, uint64_t len, zf_bytes *out,
+                                     zf_store_version *ver, zf_err *err)
+{
+    return zf_http_read_versioned(s, key, kind, offset, len, http_range_request, http_stat,
+                                  http_stat_v, out, ver, err);
 }
 
 static zf_status http_list_dir(zf_store *s, const char *prefix, zf_store_listing *out,
@@ -146,6 +166,7 @@ static void http_destroy(zf_store *s)
     http_store *hs = (http_store *)s;
     zf_http_destroy(hs->http);
     free(hs->base_url);
+    free(hs->base.location);
     free(hs->base.url);
     free(hs);
 }
@@ -163,6 +184,7 @@ static const zf_store_ops http_ops = {
     .set = NULL,
     .erase = NULL,
     .remove_dir = NULL,
+    .read_versioned = http_read_versioned,
 };
 
 zf_status zf_store_http_open(const char *url, const zf_store_options *opts, zf_store **out,
@@ -203,6 +225,10 @@ zf_status zf_store_http_open(const char *url, const zf_store_options *opts, zf_s
     hs->base.ops = &http_ops;
     hs->base.url = shown;
     hs->base.remote = true;
+    if (!(hs->base.location = zf_url_redact(hs->base_url))) {
+        http_destroy(&hs->base);
+        return ZF_ERR_NOMEM;
+    }
     zf_http_config cfg = {.opts = opts};
     if ((st = zf_http_create(&cfg, &hs->http, err)) != ZF_OK) {
         http_destroy(&hs->base);

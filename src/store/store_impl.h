@@ -70,6 +70,7 @@ typedef struct zf_http_response {
     struct timespec mtime; /* Last-Modified, zero when absent */
     char content_type[128];
     char bucket_region[64]; /* x-amz-bucket-region (S3 wrong-region answers) */
+    char etag[160];         /* ETag as sent (quotes included), "" when absent or longer */
     bool dir_redirect; /* the server redirected a key to "key/" (a directory, not a value) */
 } zf_http_response;
 
@@ -95,14 +96,26 @@ typedef zf_status (*zf_range_request_fn)(zf_store *s, const char *key, zf_http_k
                                          zf_err *err);
 typedef zf_status (*zf_stat_fn)(zf_store *s, const char *key, uint64_t *size,
                                 struct timespec *mtime, zf_err *err);
+/* Each also reports, when ver is non-NULL, the version of the value the answer describes (ETag,
+ * Last-Modified, whole size), all unknown for an empty result without a body (a 416, len 0). */
 zf_status zf_http_get(zf_store *s, const char *key, zf_range_request_fn request, zf_bytes *out,
-                      zf_err *err);
+                      zf_store_version *ver, zf_err *err);
 zf_status zf_http_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
                               zf_range_request_fn request, zf_stat_fn stat, zf_bytes *out,
-                              zf_err *err);
+                              zf_store_version *ver, zf_err *err);
 zf_status zf_http_get_suffix(zf_store *s, const char *key, uint64_t len,
                              zf_range_request_fn request, zf_stat_fn stat, zf_bytes *out,
-                             uint64_t *total, zf_err *err);
+                             uint64_t *total, zf_store_version *ver, zf_err *err);
+/* The version a response tells (ETag, Last-Modified, the total size when known). */
+void zf_http_version(const zf_http_response *r, zf_store_version *ver);
+/* read_versioned of an HTTP-like store from its request and stat functions (stat_v: a stat that
+ * reports the version). */
+typedef zf_status (*zf_stat_version_fn)(zf_store *s, const char *key, zf_store_version *ver,
+                                        zf_err *err);
+zf_status zf_http_read_versioned(zf_store *s, const char *key, zf_read_kind kind,
+                                 uint64_t offset, uint64_t len, zf_range_request_fn request,
+                                 zf_stat_fn stat, zf_stat_version_fn stat_v, zf_bytes *out,
+                                 zf_store_version *ver, zf_err *err);
 
 /* "404 Not Found" (reason phrase when the server sent one, else a known one, else "HTTP 404"). */
 void zf_http_status_text(const zf_http_response *resp, char *buf, size_t n);

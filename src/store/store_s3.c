@@ -102,20 +102,29 @@ static zf_status request(s3_store *s3, const char *key, zf_http_kind kind, uint6
                       err);
 }
 
-static zf_status s3_stat(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
-                         zf_err *err)
+/* HEAD: the value's version (size, Last-Modified, ETag). */
+static zf_status s3_stat_v(zf_store *s, const char *key, zf_store_version *ver, zf_err *err)
 {
     zf_http_response r;
     zf_status st = request((s3_store *)s, key, ZF_HTTP_HEAD, 0, 0, &r, err);
     if (st != ZF_OK)
         return st;
     bool ok = r.status != 416 && r.has_total;
-    if (size)
-        *size = r.total;
-    if (mtime)
-        *mtime = r.mtime;
+    zf_http_version(&r, ver);
     zf_http_response_free(&r);
     return ok ? ZF_OK : zf_fail(err, ZF_ERR_IO, "%s: HEAD answered without a size", key);
+}
+
+static zf_status s3_stat(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
+                         zf_err *err)
+{
+    zf_store_version v;
+    zf_status st = s3_stat_v(s, key, &v, err);
+    if (st == ZF_OK && size)
+        *size = v.size;
+    if (st == ZF_OK && mtime)
+        *mtime = v.mtime;
+    return st;
 }
 
 
@@ -128,19 +137,27 @@ static zf_status s3_range_request(zf_store *s, const char *key, zf_http_kind kin
 
 static zf_status s3_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)
 {
-    return zf_http_get(s, key, s3_range_request, out, err);
+    return zf_http_get(s, key, s3_range_request, out, NULL, err);
 }
 
 static zf_status s3_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
                                 zf_bytes *out, zf_err *err)
 {
-    return zf_http_get_partial(s, key, offset, len, s3_range_request, s3_stat, out, err);
+    return zf_http_get_partial(s, key, offset, len, s3_range_request, s3_stat, out, NULL, err);
 }
 
 static zf_status s3_get_suffix(zf_store *s, const char *key, uint64_t len, zf_bytes *out,
                                uint64_t *total, zf_err *err)
 {
-    return zf_http_get_suffix(s, key, len, s3_range_request, s3_stat, out, total, err);
+    return zf_http_get_suffix(s, key, len, s3_range_request, s3_stat, out, total, NULL, err);
+}
+
+static zf_status s3_read_versioned(zf_store *s, const char *key, zf_read_kind kind,
+                                   uint64_t offset, uint64_t len, zf_bytes *out,
+                                   zf_store_version *ver, zf_err *err)
+{
+    return zf_http_read_versioned(s, key, kind, offset, len, s3_range_request, s3_stat,
+                                  s3_stat_v, out, ver, err);
 }
 
 static zf_status s3_set(zf_store *s, const char *key, const uint8_t *data, size_t len,
@@ -249,6 +266,7 @@ static void s3_destroy(zf_store *s)
     free(s3->bucket);
     free(s3->prefix);
     free(s3->region);
+    free(s3->base.location);
     free(s3->base.url);
     free(s3);
 }
@@ -264,6 +282,7 @@ static const zf_store_ops s3_ops = {
     .set = s3_set,
     .erase = s3_erase,
     .remove_dir = NULL, /* no directories in S3: the dispatcher answers ZF_OK */
+    .read_versioned = s3_read_versioned,
 };
 
 static const char *env(const char *name)
@@ -342,6 +361,12 @@ static zf_status configure(s3_store *s3, const char *url, const zf_store_options
     }
     if (r < 0) {
         s3->base_url = NULL;
+        return ZF_ERR_NOMEM;
+    }
+    /* where the data lives, for the disk cache: the same bucket behind another endpoint is
+     * another store */
+    if (asprintf(&s3->base.location, "%s/%s", s3->base_url, s3->prefix) < 0) {
+        s3->base.location = NULL;
         return ZF_ERR_NOMEM;
     }
     return ZF_OK;

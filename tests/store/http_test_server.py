@@ -4,7 +4,8 @@ Usage: http_test_server.py DIRECTORY. Serves DIRECTORY on 127.0.0.1 at a free po
 port on stdout, and serves until stdin closes (or 60 s pass), so it never outlives its test.
 
 Directory pages are those of Python's http.server; single byte ranges (bytes=a-b, a-, -n) are
-served as 206 with Content-Range, or 416 with "bytes */size". The first path segment selects a
+served as 206 with Content-Range, or 416 with "bytes */size". Files carry Last-Modified and an
+ETag made of their mtime (ns) and size, as nginx's (s) and size. The first path segment selects a
 fault (counted per path and method):
   flaky/...      500 for the first two requests, then the file
   truncate/...   the first GET sends the headers and only 1000 bytes of the body, then closes
@@ -108,7 +109,9 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             body = data
             self.send_response(200)
         self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Last-Modified", self.date_time_string(int(os.path.getmtime(path))))
+        st = os.stat(path)
+        self.send_header("Last-Modified", self.date_time_string(int(st.st_mtime)))
+        self.send_header("ETag", '"%x-%x"' % (st.st_mtime_ns, st.st_size))
         if fault == "chunked":
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
