@@ -477,19 +477,23 @@ static void sleep_s(double s)
 
 /* Within the ttl an entry is used as it is; after it, one HEAD per key: the same version keeps
  * the entries, a new one (new ETag) drops them and fetches the new bytes. */
+/* Room for a loaded machine (CI runs two suites at once) between reads meant to fall within
+ * one ttl. */
+#define TTL_CHANGED 2.0
+
 START_TEST(dc_changed_value_after_ttl)
 {
     fill_blob();
     fake_backend *b = backend_new();
     put(b, "v", blob, 4000);
-    zf_store *s = open_cache(b, 0, 0.5);
+    zf_store *s = open_cache(b, 0, TTL_CHANGED);
     expect(s, "v", blob, 4000);
     expect_range(s, "v", 10, 100, blob, 4000);
     expect_range(s, "v", 500, 100, blob, 4000);
-    sleep_s(0.7);
+    sleep_s(TTL_CHANGED + 0.3);
     /* unchanged: one HEAD revalidates the key, then its entries are used */
     zf_store_close(s);
-    s = open_cache(b, 0, 0.5);
+    s = open_cache(b, 0, TTL_CHANGED);
     unsigned reads = b->reads, heads = b->heads;
     expect(s, "v", blob, 4000);
     expect_range(s, "v", 10, 100, blob, 4000);
@@ -501,7 +505,7 @@ START_TEST(dc_changed_value_after_ttl)
     /* changed: still the old bytes within the ttl, the new ones after it */
     put(b, "v", blob + 1, 4000);
     expect(s, "v", blob, 4000);
-    sleep_s(0.7);
+    sleep_s(TTL_CHANGED + 0.3);
     expect(s, "v", blob + 1, 4000);
     expect_range(s, "v", 10, 100, blob + 1, 4000);
     expect_range(s, "v", 500, 100, blob + 1, 4000);
@@ -521,22 +525,24 @@ START_TEST(dc_changed_value_after_ttl)
 }
 END_TEST
 
-/* An absent key is remembered on disk for the ttl, not beyond it, not with ttl 0 (for ever). */
+/* An absent key is remembered on disk for the ttl, not beyond it, not with ttl 0 (for ever).
+ * The ttl leaves room for a loaded machine between the first read and the second. */
+#define TTL_ABSENT 4.0
 START_TEST(dc_absent_for_ttl_only)
 {
     fake_backend *b = backend_new();
     put(b, "present", "p", 1);
-    zf_store *s = open_cache(b, 0, 1.0);
+    zf_store *s = open_cache(b, 0, TTL_ABSENT);
     zf_bytes x;
     zf_err err = {""};
     ck_assert_int_eq(zf_store_get(s, "nope", &x, &err), ZF_ERR_NOT_FOUND);
     zf_store_close(s);
-    s = open_cache(b, 0, 1.0);
+    s = open_cache(b, 0, TTL_ABSENT);
     unsigned reads = b->reads;
     ck_assert_int_eq(zf_store_get(s, "nope", &x, &err), ZF_ERR_NOT_FOUND);
     ck_assert_uint_eq(b->reads, reads);
     put(b, "nope", "now", 3);
-    sleep_s(1.2);
+    sleep_s(TTL_ABSENT + 0.3);
     expect(s, "nope", "now", 3);
     zf_store_close(s);
     s = open_cache(b, 0, 0);
@@ -789,7 +795,7 @@ START_TEST(dc_over_http)
         return;
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d", sv.port);
-    zf_disk_cache_options o = {.dir = cache_dir(), .ttl = 0.5};
+    zf_disk_cache_options o = {.dir = cache_dir(), .ttl = TTL_CHANGED};
     for (int round = 0; round < 3; round++) {
         zf_store *h, *s;
         zf_err err = {""};
@@ -815,7 +821,7 @@ START_TEST(dc_over_http)
         }
         zf_store_close(s);
         if (round == 1) { /* a new value, a new mtime: a new ETag */
-            sleep_s(0.6);
+            sleep_s(TTL_CHANGED + 0.3);
             f = fopen(file, "wb");
             fwrite(blob + 1, 1, 10000, f);
             fclose(f);
