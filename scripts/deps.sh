@@ -5,7 +5,7 @@
 # python3-aiohttp).
 ZF_DEPS="meson ninja-build pkg-config gcc libfuse3-dev fuse3 libyajl-dev zlib1g-dev libdeflate-dev liblz4-dev
 libzstd-dev libblosc-dev libbz2-dev liblzma-dev check python3-zarr python3-numcodecs
-python3-numpy attr groff-base man-db systemd mount util-linux libcurl4-openssl-dev libxml2-dev
+python3-numpy attr groff-base man-db systemd mount util-linux libcurl4-openssl-dev libxml2-dev libzip-dev zip
 nginx-light openssl curl iproute2 python3-fsspec python3-aiohttp"
 
 zf_install_deps() {

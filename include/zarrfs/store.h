@@ -129,7 +129,8 @@ typedef struct zf_store_options {
 #define ZF_STORE_DEFAULT_MAX_CONNECTIONS 16
 
 /* Open the store a mount names: a local directory or file:// URL, an http:// or https:// URL, or
- * s3://bucket/prefix. opts may be NULL (defaults). Errors: ZF_ERR_NOT_FOUND (no such directory),
+ * s3://bucket/prefix; or a zip archive holding the hierarchy: a local file that is one (by its
+ * content), or an HTTP(S)/S3 URL whose name ends in ".zip" (zf_store_zip_open). opts may be NULL (defaults). Errors: ZF_ERR_NOT_FOUND (no such directory),
  * ZF_ERR_UNSUPPORTED (a scheme zarrfs does not serve), ZF_ERR_INVALID (a malformed URL or
  * option, e.g. s3:// without a bucket), ZF_ERR_IO. */
 zf_status zf_store_open(const char *url, const zf_store_options *opts, zf_store **out,
@@ -213,6 +214,24 @@ zf_status zf_store_erase(zf_store *s, const char *key, zf_err *err);
 zf_status zf_store_remove_dir(zf_store *s, const char *prefix, zf_err *err);
 
 void zf_store_close(zf_store *s);
+
+/* ----- zip archives (store_zip.c) -----
+ * A read-only store over a zip archive (zarr-python's ZipStore, `zip -r`) that is key `key` of
+ * inner: a local directory's store, HTTP or S3. Reads go through zf_store_get_partial on inner
+ * (libzip over a function source): the end and the central directory once, then the ranges of
+ * the entries read; a remote archive is never fetched whole. Keys are entry names below the
+ * archive's top level, or below its one top-level directory when the hierarchy is there
+ * (`zip -r x.zarr.zip x.zarr`). Whole values are CRC-checked: a mismatch, a wrong size or bad
+ * compressed data is ZF_ERR_CORRUPT. name (may be NULL: key) is for messages. inner belongs to
+ * the wrapper from then on; on failure it is left to the caller. Errors: ZF_ERR_NOT_FOUND (no
+ * such key), ZF_ERR_CORRUPT (not a zip archive or a damaged central directory: the message says
+ * which), ZF_ERR_IO, ZF_ERR_NOMEM. */
+zf_status zf_store_zip_open(zf_store *inner, const char *key, const char *name, zf_store **out,
+                            zf_err *err);
+/* True when bytes at the start (head) or end (tail, up to 64 KiB + 22) of a file look like a
+ * zip archive: a local file header first, or an end of central directory record. */
+bool zf_zip_looks_like_archive(const uint8_t *head, size_t head_len, const uint8_t *tail,
+                               size_t tail_len);
 
 /* ----- the disk cache (store_diskcache.c) -----
  * A store wrapper that keeps what the remote store it wraps returns — whole values, byte ranges,

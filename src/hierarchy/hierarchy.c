@@ -64,6 +64,8 @@ char *zf_root_array_name(const char *store_name)
     base = base ? base + 1 : copy;
     static const char *const suffixes[] = {".zarr3", ".zarr", ".zr3"};
     size_t bl = strlen(base);
+    if (bl > 4 && strcmp(base + bl - 4, ".zip") == 0) /* a zip archive: x.zarr.zip is x */
+        base[bl -= 4] = '\0';
     for (size_t i = 0; i < 3; i++) {
         size_t sl = strlen(suffixes[i]);
         if (bl >= sl && strcmp(base + bl - sl, suffixes[i]) == 0) {

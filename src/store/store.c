@@ -1,6 +1,12 @@
-/* store.c — key validation and dispatch to store backends. */
+/* store.c — key validation and dispatch to store backends (a local file or a URL ending in .zip:
+ * the zip store over the store of its directory). */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "zarrfs/store.h"
 
@@ -38,6 +44,83 @@ bool zf_key_is_valid(const char *key)
     }
 }
 
+/* Read up to n bytes at offset of an open file; the count read. */
+static size_t pread_some(int fd, uint8_t *buf, size_t n, off_t offset)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, buf + got, n - got, offset + (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    return got;
+}
+
+/* A local zip archive as a store: the key of its name in its directory's store. */
+static zf_status open_local_zip(const char *path, zf_store **out, zf_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return zf_fail(err, ZF_ERR_IO, "%s: %s", path, strerror(errno));
+    struct stat sb;
+    uint8_t head[4], *tail = malloc(65536 + 22);
+    bool zip = false;
+    if (tail && fstat(fd, &sb) == 0) {
+        size_t nh = pread_some(fd, head, sizeof head, 0);
+        off_t tl = sb.st_size > 65536 + 22 ? 65536 + 22 : sb.st_size;
+        size_t nt = pread_some(fd, tail, (size_t)tl, sb.st_size - tl);
+        zip = zf_zip_looks_like_archive(head, nh, tail, nt);
+    }
+    free(tail);
+    close(fd);
+    if (!zip)
+        return zf_fail(err, ZF_ERR_IO, "%s: not a directory nor a zip archive", path);
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir)
+        return ZF_ERR_NOMEM;
+    zf_store *inner;
+    zf_status st = zf_store_file_open(dir, &inner, err);
+    free(dir);
+    if (st != ZF_OK)
+        return st;
+    if ((st = zf_store_zip_open(inner, slash ? slash + 1 : path, path, out, err)) != ZF_OK)
+        zf_store_close(inner);
+    return st;
+}
+
+/* An HTTP(S) or S3 URL naming a zip archive: the archive is the last path component of the
+ * store of its parent URL. */
+static zf_status open_remote_zip(const char *url, const zf_store_options *opts, bool s3,
+                                 zf_store **out, zf_err *err)
+{
+    const char *slash = strrchr(url, '/');
+    const char *scheme_end = strstr(url, "://") + 3;
+    if (!slash || slash < scheme_end || !slash[1])
+        return zf_fail(err, ZF_ERR_INVALID, "%s: no archive name in the URL", url);
+    char *parent = strndup(url, (size_t)(slash - url));
+    if (!parent)
+        return ZF_ERR_NOMEM;
+    zf_store *inner;
+    zf_status st = s3 ? zf_store_s3_open(parent, opts, &inner, err)
+                      : zf_store_http_open(parent, opts, &inner, err);
+    free(parent);
+    if (st != ZF_OK)
+        return st;
+    if ((st = zf_store_zip_open(inner, slash + 1, url, out, err)) != ZF_OK)
+        zf_store_close(inner);
+    return st;
+}
+
+static bool names_zip(const char *url)
+{
+    size_t n = strlen(url);
+    return n > 4 && strcasecmp(url + n - 4, ".zip") == 0;
+}
+
 zf_status zf_store_open(const char *url, const zf_store_options *opts, zf_store **out,
                         zf_err *err)
 {
@@ -47,14 +130,21 @@ zf_status zf_store_open(const char *url, const zf_store_options *opts, zf_store 
                                                   ZF_STORE_DEFAULT_MAX_CONNECTIONS};
     if (!opts)
         opts = &defaults;
-    if (strncmp(url, "file://", 7) == 0)
-        return zf_store_file_open(url + 7, out, err);
-    if (strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0)
+    bool http = strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0;
+    bool s3 = strncmp(url, "s3://", 5) == 0;
+    if ((http || s3) && names_zip(url))
+        return open_remote_zip(url, opts, s3, out, err);
+    if (http)
         return zf_store_http_open(url, opts, out, err);
-    if (strncmp(url, "s3://", 5) == 0)
+    if (s3)
         return zf_store_s3_open(url, opts, out, err);
-    if (strstr(url, "://"))
+    if (strncmp(url, "file://", 7) == 0)
+        url += 7;
+    else if (strstr(url, "://"))
         return zf_fail(err, ZF_ERR_UNSUPPORTED, "%s: this kind of store is not supported", url);
+    struct stat sb;
+    if (stat(url, &sb) == 0 && S_ISREG(sb.st_mode))
+        return open_local_zip(url, out, err);
     return zf_store_file_open(url, out, err);
 }
 

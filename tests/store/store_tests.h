@@ -12,6 +12,7 @@ TCase *store_http_tcase(void);   /* test_remote_http.c: the HTTP store against l
 TCase *store_s3_tcase(void);     /* test_remote_s3.c: the S3 store against s3_test_server.py */
 TCase *store_write_tcase(void);  /* test_write.c: writing to local stores, HTTP's refusal */
 TCase *store_disk_cache_tcase(void); /* test_disk_cache.c: the disk cache wrapper */
+TCase *store_zip_tcase(void);    /* test_zip.c: zip archives as stores */
 
 #ifndef STORE_TEST_SRCDIR
 #define STORE_TEST_SRCDIR "."

@@ -1,0 +1,280 @@
+/* Unit tests for the zip store (store_zip.c): archives written with libzip into a temporary
+ * directory, read through the local file store; get/get_partial/stat/list_dir, the root one
+ * directory down, CRC and size checks, refusal of non-archives, read-only, and how few bytes of
+ * the archive a read costs. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zip.h>
+
+#include "zarrfs/store.h"
+
+#include "store_tests.h"
+
+static char dir[64];
+
+typedef struct entry {
+    const char *name;
+    const char *data;
+    size_t len;
+    bool stored;
+} entry;
+
+static void make_dir(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/zf-zip-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+/* Write dir/name holding entries (NULL-terminated). */
+static void make_zip(const char *name, const entry *e)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int ze;
+    zip_t *za = zip_open(path, ZIP_CREATE | ZIP_TRUNCATE, &ze);
+    ck_assert_ptr_nonnull(za);
+    for (; e->name; e++) {
+        zip_source_t *src = zip_source_buffer(za, e->data, e->len, 0);
+        ck_assert_ptr_nonnull(src);
+        zip_int64_t i = zip_file_add(za, e->name, src, ZIP_FL_ENC_UTF_8);
+        ck_assert_int_ge(i, 0);
+        ck_assert_int_eq(zip_set_file_compression(za, (zip_uint64_t)i,
+                                                  e->stored ? ZIP_CM_STORE : ZIP_CM_DEFLATE, 9),
+                         0);
+    }
+    ck_assert_int_eq(zip_close(za), 0);
+}
+
+static zf_store *open_zip(const char *name, zf_status want, zf_err *err)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    zf_store *s = NULL;
+    ck_assert_int_eq(zf_store_open(path, NULL, &s, err), want);
+    return want == ZF_OK ? s : NULL;
+}
+
+static char big[200000];
+
+static const entry sample[] = {
+    {".zgroup", "{\"zarr_format\": 2}", 18, false},
+    {"a/.zarray", "{}", 2, true},
+    {"a/0.0", "0123456789", 10, true},
+    {"a/0.1", big, sizeof big, false},
+    {"a.b", "x", 1, false},
+    {"g/h/.zgroup", "{}", 2, false},
+    {NULL, NULL, 0, false},
+};
+
+static void fill_big(void)
+{
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (char)(i * 7 % 251);
+}
+
+START_TEST(zip_reads)
+{
+    fill_big();
+    make_dir();
+    make_zip("s.zip", sample);
+    zf_err err = {""};
+    zf_store *s = open_zip("s.zip", ZF_OK, &err);
+    zf_bytes b;
+    ck_assert_int_eq(zf_store_get(s, "a/0.0", &b, &err), ZF_OK);
+    ck_assert_mem_eq(b.data, "0123456789", 10);
+    ck_assert_uint_eq(b.len, 10);
+    zf_bytes_free(&b);
+    ck_assert_int_eq(zf_store_get(s, "a/0.1", &b, &err), ZF_OK);
+    ck_assert_uint_eq(b.len, sizeof big);
+    ck_assert_int_eq(memcmp(b.data, big, sizeof big), 0);
+    zf_bytes_free(&b);
+    /* ranges of a stored entry (seek) and of a deflated one (slice), past the end */
+    ck_assert_int_eq(zf_store_get_partial(s, "a/0.0", 3, 4, &b, &err), ZF_OK);
+    ck_assert_uint_eq(b.len, 4);
+    ck_assert_mem_eq(b.data, "3456", 4);
+    zf_bytes_free(&b);
+    ck_assert_int_eq(zf_store_get_partial(s, "a/0.0", 8, 100, &b, &err), ZF_OK);
+    ck_assert_uint_eq(b.len, 2);
+    zf_bytes_free(&b);
+    ck_assert_int_eq(zf_store_get_partial(s, "a/0.1", 150000, 1000, &b, &err), ZF_OK);
+    ck_assert_uint_eq(b.len, 1000);
+    ck_assert_int_eq(memcmp(b.data, big + 150000, 1000), 0);
+    zf_bytes_free(&b);
+    ck_assert_int_eq(zf_store_get_partial(s, "a/0.1", sizeof big + 5, 10, &b, &err), ZF_OK);
+    ck_assert_uint_eq(b.len, 0);
+    zf_bytes_free(&b);
+    uint64_t total;
+    ck_assert_int_eq(zf_store_get_suffix(s, "a/0.1", 10, &b, &total, &err), ZF_OK);
+    ck_assert_uint_eq(total, sizeof big);
+    ck_assert_int_eq(memcmp(b.data, big + sizeof big - 10, 10), 0);
+    zf_bytes_free(&b);
+    /* stat, absent keys */
+    uint64_t size;
+    struct timespec mt;
+    ck_assert_int_eq(zf_store_stat(s, "a/0.1", &size, &mt, &err), ZF_OK);
+    ck_assert_uint_eq(size, sizeof big);
+    ck_assert_int_gt(mt.tv_sec, 0);
+    ck_assert_int_eq(zf_store_get(s, "a/9.9", &b, &err), ZF_ERR_NOT_FOUND);
+    ck_assert_int_eq(zf_store_get(s, "a", &b, &err), ZF_ERR_NOT_FOUND);
+    ck_assert_int_eq(zf_store_stat(s, "g/h", &size, NULL, &err), ZF_ERR_NOT_FOUND);
+    /* listings */
+    zf_store_listing l;
+    ck_assert_int_eq(zf_store_list_dir(s, "", &l, &err), ZF_OK);
+    ck_assert_uint_eq(l.n, 4); /* .zgroup a a.b g */
+    ck_assert_str_eq(l.entries[0].name, ".zgroup");
+    ck_assert_str_eq(l.entries[1].name, "a");
+    ck_assert(l.entries[1].is_prefix);
+    ck_assert_str_eq(l.entries[2].name, "a.b");
+    ck_assert(!l.entries[2].is_prefix);
+    ck_assert_str_eq(l.entries[3].name, "g");
+    ck_assert(l.entries[3].is_prefix);
+    zf_store_listing_free(&l);
+    ck_assert_int_eq(zf_store_list_dir(s, "a", &l, &err), ZF_OK);
+    ck_assert_uint_eq(l.n, 3);
+    zf_store_listing_free(&l);
+    ck_assert_int_eq(zf_store_list_dir(s, "g", &l, &err), ZF_OK);
+    ck_assert_uint_eq(l.n, 1);
+    ck_assert_str_eq(l.entries[0].name, "h");
+    zf_store_listing_free(&l);
+    ck_assert_int_eq(zf_store_list_dir(s, "nope", &l, &err), ZF_ERR_NOT_FOUND);
+    /* read-only */
+    ck_assert(!zf_store_is_writable(s));
+    ck_assert_int_eq(zf_store_set(s, "x", (const uint8_t *)"1", 1, &err), ZF_ERR_READONLY);
+    ck_assert_int_eq(zf_store_erase(s, "a/0.0", &err), ZF_ERR_READONLY);
+    zf_store_close(s);
+}
+END_TEST
+
+START_TEST(zip_root_one_level_down)
+{
+    make_dir();
+    const entry down[] = {
+        {"x.zarr/.zgroup", "{}", 2, false}, {"x.zarr/a/.zarray", "{}", 2, false},
+        {"x.zarr/a/0", "abc", 3, false},    {NULL, NULL, 0, false}};
+    make_zip("x.zarr.zip", down);
+    zf_err err = {""};
+    zf_store *s = open_zip("x.zarr.zip", ZF_OK, &err);
+    zf_bytes b;
+    ck_assert_int_eq(zf_store_get(s, "a/0", &b, &err), ZF_OK);
+    ck_assert_mem_eq(b.data, "abc", 3);
+    zf_bytes_free(&b);
+    zf_store_listing l;
+    ck_assert_int_eq(zf_store_list_dir(s, "", &l, &err), ZF_OK);
+    ck_assert_uint_eq(l.n, 2);
+    zf_store_listing_free(&l);
+    zf_store_close(s);
+    /* two top-level directories: no guessing, the archive's top level is the root */
+    const entry two[] = {{"x.zarr/.zgroup", "{}", 2, false}, {"y/.zgroup", "{}", 2, false},
+                         {NULL, NULL, 0, false}};
+    make_zip("two.zip", two);
+    s = open_zip("two.zip", ZF_OK, &err);
+    ck_assert_int_eq(zf_store_get(s, "x.zarr/.zgroup", &b, &err), ZF_OK);
+    zf_bytes_free(&b);
+    zf_store_close(s);
+}
+END_TEST
+
+/* Flip the byte of dir/name that holds the first occurrence of needle. */
+static void flip(const char *name, const char *needle, size_t nlen)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(f);
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    char *p = memmem(buf, n, needle, nlen);
+    ck_assert_ptr_nonnull(p);
+    p[nlen / 2] ^= 0x20;
+    fseek(f, p + nlen / 2 - buf, SEEK_SET);
+    fputc(p[nlen / 2], f);
+    fclose(f);
+}
+
+START_TEST(zip_corrupt_entry)
+{
+    make_dir();
+    const entry e[] = {{".zgroup", "{}", 2, false},
+                       {"good", "GOOD-DATA-GOOD-DATA", 19, true},
+                       {"bad", "SOME-STORED-BYTES-TO-BREAK", 26, true},
+                       {NULL, NULL, 0, false}};
+    make_zip("c.zip", e);
+    flip("c.zip", "SOME-STORED-BYTES-TO-BREAK", 26);
+    zf_err err = {""};
+    zf_store *s = open_zip("c.zip", ZF_OK, &err);
+    zf_bytes b;
+    ck_assert_int_eq(zf_store_get(s, "bad", &b, &err), ZF_ERR_CORRUPT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "bad"));
+    ck_assert_int_eq(zf_store_get(s, "good", &b, &err), ZF_OK);
+    ck_assert_uint_eq(b.len, 19);
+    zf_bytes_free(&b);
+    zf_store_close(s);
+}
+END_TEST
+
+START_TEST(zip_refused)
+{
+    make_dir();
+    char path[256];
+    snprintf(path, sizeof path, "%s/text.zip", dir);
+    FILE *f = fopen(path, "w");
+    fputs("not an archive at all\n", f);
+    fclose(f);
+    zf_err err = {""};
+    open_zip("text.zip", ZF_ERR_IO, &err);
+    ck_assert_ptr_nonnull(strstr(err.msg, "zip archive"));
+    /* a zip magic, then nothing: libzip finds no end of central directory */
+    make_zip("t.zip", sample);
+    snprintf(path, sizeof path, "%s/t.zip", dir);
+    ck_assert_int_eq(truncate(path, 100), 0);
+    err.msg[0] = '\0';
+    open_zip("t.zip", ZF_ERR_CORRUPT, &err);
+    ck_assert_ptr_nonnull(strstr(err.msg, "zip archive"));
+}
+END_TEST
+
+START_TEST(zip_reads_little_of_the_archive)
+{
+    fill_big();
+    make_dir();
+    /* an archive of ~2 MB: 10 incompressible-ish 200 kB entries and small ones */
+    entry e[16] = {{".zgroup", "{}", 2, false}};
+    char names[12][8];
+    for (int i = 0; i < 10; i++) {
+        snprintf(names[i], sizeof names[i], "c%d", i);
+        e[i + 1] = (entry){names[i], big, sizeof big, true};
+    }
+    e[11] = (entry){"small", "tiny", 4, true};
+    make_zip("big.zip", e);
+    zf_err err = {""};
+    zf_store *s = open_zip("big.zip", ZF_OK, &err);
+    zf_store_stats st0, st1;
+    zf_store_get_stats(s, &st0);
+    ck_assert_uint_le(st0.requests, 2);       /* the end (and directory): one request */
+    ck_assert_uint_le(st0.bytes, 128 * 1024); /* never the whole archive */
+    zf_bytes b;
+    ck_assert_int_eq(zf_store_get(s, "small", &b, &err), ZF_OK);
+    zf_bytes_free(&b);
+    ck_assert_int_eq(zf_store_get(s, "c3", &b, &err), ZF_OK);
+    ck_assert_int_eq(memcmp(b.data, big, sizeof big), 0);
+    zf_bytes_free(&b);
+    zf_store_get_stats(s, &st1);
+    ck_assert_uint_le(st1.requests - st0.requests, 4);
+    ck_assert_uint_lt(st1.bytes, 2 * sizeof big + 256 * 1024 + 128 * 1024);
+    zf_store_close(s);
+}
+END_TEST
+
+TCase *store_zip_tcase(void)
+{
+    TCase *tc = tcase_create("zip");
+    tcase_add_test(tc, zip_reads);
+    tcase_add_test(tc, zip_root_one_level_down);
+    tcase_add_test(tc, zip_corrupt_entry);
+    tcase_add_test(tc, zip_refused);
+    tcase_add_test(tc, zip_reads_little_of_the_archive);
+    return tc;
+}
