@@ -613,18 +613,22 @@ void zf_array_fill_pattern(uint8_t *dst, uint64_t first_byte, size_t n, const ui
     }
 }
 
+size_t zf_run_bytes(const zf_array *a, const zf_run *run, uint64_t begin, uint64_t end,
+                    uint64_t *rb)
+{
+    uint64_t b = run->elem * a->itemsize, e = b + run->count * a->itemsize;
+    *rb = b < begin ? begin : b;
+    return (size_t)((e > end ? end : e) - *rb);
+}
+
 static zf_status copy_run(void *ctx, const zf_run *run)
 {
     read_ctx *r = ctx;
     zf_array *a = r->a;
     size_t isz = a->itemsize;
-    uint64_t rb = run->elem * isz, re = rb + run->count * isz;
-    if (rb < r->begin)
-        rb = r->begin;
-    if (re > r->end)
-        re = r->end;
+    uint64_t rb;
+    size_t n = zf_run_bytes(a, run, r->begin, r->end, &rb);
     uint8_t *dst = r->buf + (rb - r->begin);
-    size_t n = (size_t)(re - rb);
     zf_cache_entry *e;
     zf_status st = chunk_entry(r, run->chunk, &e);
     if (st != ZF_OK)
@@ -713,12 +717,8 @@ static zf_status view_run(void *ctx, const zf_run *run)
     zf_array *a = r->a;
     zf_array_view *v = r->v;
     size_t isz = a->itemsize;
-    uint64_t rb = run->elem * isz, re = rb + run->count * isz;
-    if (rb < r->begin)
-        rb = r->begin;
-    if (re > r->end)
-        re = r->end;
-    size_t n = (size_t)(re - rb);
+    uint64_t rb;
+    size_t n = zf_run_bytes(a, run, r->begin, r->end, &rb);
     zf_cache_entry *e = NULL;
     for (size_t i = v->npins; i-- > 0 && !e;) /* runs revisit recent chunks */
         if (zf_cache_entry_chunk(v->pins[i]) == run->chunk)

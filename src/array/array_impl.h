@@ -69,4 +69,8 @@ void zf_array_fill_pattern(uint8_t *dst, uint64_t first_byte, size_t n, const ui
 void zf_array_count_encode(uint64_t ns, bool ok);
 uint64_t zf_array_now_ns(void);
 
+/* The bytes [*rb, *rb + return) of the flat view that a run covers within [begin, end). */
+size_t zf_run_bytes(const zf_array *a, const zf_run *run, uint64_t begin, uint64_t end,
+                    uint64_t *rb);
+
 #endif

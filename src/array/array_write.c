@@ -151,11 +151,8 @@ static zf_status write_run(void *ctx, const zf_run *run)
     write_ctx *w = ctx;
     zf_array *a = w->a;
     size_t isz = a->itemsize;
-    uint64_t rb = run->elem * isz, re = rb + run->count * isz;
-    if (rb < w->begin)
-        rb = w->begin;
-    if (re > w->end)
-        re = w->end;
+    uint64_t rb;
+    size_t n = zf_run_bytes(a, run, w->begin, w->end, &rb);
     load_ctx l = {.a = a, .covered = chunk_covered(a, run->chunk, w->full_begin, w->full_end),
                   .w = w};
     zf_cache_entry *e;
@@ -172,8 +169,7 @@ static zf_status write_run(void *ctx, const zf_run *run)
         }
         zf_cache_entry_set_data(a->cache, e, data, a->chunk_nbytes);
     }
-    memcpy(data + run->in_chunk * isz + (rb - run->elem * isz), w->buf + (rb - w->begin),
-           (size_t)(re - rb));
+    memcpy(data + run->in_chunk * isz + (rb - run->elem * isz), w->buf + (rb - w->begin), n);
     zf_cache_mark_dirty(a->cache, e, &a->owner);
     zf_cache_entry_unlock(e);
     zf_cache_release(a->cache, e);
