@@ -247,6 +247,11 @@ static zf_status build_table(zip_store *z, zf_err *err)
         size_t len = strlen(st.name);
         if (len == 0 || st.name[len - 1] == '/')
             continue; /* a directory's own entry: listings come from the names below it */
+        if (!zf_key_is_valid(st.name)) { /* "../x", "/x", "a//b": never a key, never listed */
+            zf_log_debug("%s: entry \"%.200s\" is not a valid key: ignored", z->base.url,
+                         st.name);
+            continue;
+        }
         zip_entry *e = &z->entries[z->n];
         if (!(e->name = strdup(st.name)))
             return ZF_ERR_NOMEM;

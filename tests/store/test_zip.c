@@ -177,6 +177,34 @@ START_TEST(zip_root_one_level_down)
 }
 END_TEST
 
+/* Entry names that are not keys ("../x", "/x", "a//b") are never listed nor read. */
+START_TEST(zip_hostile_names)
+{
+    make_dir();
+    const entry e[] = {{".zgroup", "{}", 2, false},    {"../evil", "e", 1, false},
+                       {"/abs", "a", 1, false},         {"a//b", "b", 1, false},
+                       {"ok/x", "xyz", 3, false},       {NULL, NULL, 0, false}};
+    make_zip("h.zip", e);
+    zf_err err = {""};
+    zf_store *s = open_zip("h.zip", ZF_OK, &err);
+    zf_store_listing l;
+    ck_assert_int_eq(zf_store_list_dir(s, "", &l, &err), ZF_OK);
+    ck_assert_uint_eq(l.n, 2); /* .zgroup and ok/ */
+    for (size_t i = 0; i < l.n; i++)
+        ck_assert_msg(strcmp(l.entries[i].name, ".zgroup") == 0 ||
+                          strcmp(l.entries[i].name, "ok") == 0,
+                      "listed %s", l.entries[i].name);
+    zf_store_listing_free(&l);
+    zf_bytes b;
+    ck_assert_int_eq(zf_store_get(s, "ok/x", &b, &err), ZF_OK);
+    ck_assert_mem_eq(b.data, "xyz", 3);
+    zf_bytes_free(&b);
+    ck_assert_int_eq(zf_store_get(s, "../evil", &b, &err), ZF_ERR_INVALID);
+    ck_assert_int_ne(zf_store_get(s, "a//b", &b, &err), ZF_OK);
+    zf_store_close(s);
+}
+END_TEST
+
 /* Flip the byte of dir/name that holds the first occurrence of needle. */
 static void flip(const char *name, const char *needle, size_t nlen)
 {
@@ -273,6 +301,7 @@ TCase *store_zip_tcase(void)
     TCase *tc = tcase_create("zip");
     tcase_add_test(tc, zip_reads);
     tcase_add_test(tc, zip_root_one_level_down);
+    tcase_add_test(tc, zip_hostile_names);
     tcase_add_test(tc, zip_corrupt_entry);
     tcase_add_test(tc, zip_refused);
     tcase_add_test(tc, zip_reads_little_of_the_archive);
