@@ -961,6 +961,11 @@ zf_status zf_hierarchy_array(zf_hierarchy *h, zf_node *node, zf_array **out, zf_
                 : ZF_ERR_NOMEM;
         if (st == ZF_OK)
             zf_array_set_readahead(node->array, h->readahead, h->readahead_chunks);
+        /* On a writable mount, make it writable before anyone can read through it: switching
+         * an array that readers already use would race with them (ThreadSanitizer). Where it
+         * cannot be (nested sharding), writes report why when they come. */
+        if (st == ZF_OK && zf_hierarchy_can_write(h, NULL) == ZF_OK)
+            zf_array_enable_write(node->array, h->write_empty_chunks, NULL);
         free(dp);
     }
     *out = node->array;
