@@ -11,8 +11,9 @@ real writers produce").
 * BoolFill: v3 bool arrays written by zarrita.js 0.7 itself, whose zarr.json says
   "fill_value": 0 or 1 and "codecs": [] (zarrita's metadata, unpatched): read as zarrita reads
   them, locally and over HTTP; a bool fill value of 2 or "0" is still refused.
-* WalkEverything: every array of ../shared/testdata and of the suite's own fixtures (the stores
-  of gen_v2, gen_v3_zarrita, the two drafts' tests, remote_fixtures, this file): each regular
+* WalkEverything: every array of ../shared/testdata (its zip archives included, mounted as
+  archives) and of the suite's own fixtures (the stores of gen_v2, gen_v3_zarrita, the two
+  drafts' tests, remote_fixtures, this file): each regular
   file's size is shape x item size computed from the stored metadata document, and reading it
   whole, and at its last byte, gives exactly that many bytes or fails with EIO — never a short
   or empty read; arrays whose item size is not fixed refuse to open.
@@ -381,7 +382,27 @@ class WalkEverything(zfmount.TestCase):
         remote_fixtures.build(remote)
         out += [os.path.join(remote, n) for n in sorted(os.listdir(remote))]
         out += [os.path.join(SRV, n) for n in sorted(os.listdir(SRV))]
+        # zip archives (zarrita's fixtures, hierarchy at the top and one directory down): mounted
+        # as archives; their documents are read from a copy the test extracts itself
+        for z in ("data.zipped_from_within.zarr.zip", "data.zipped_from_parent.zarr.zip"):
+            out.append(os.path.join(TESTDATA, "zarrita-fixtures", "v2", z))
         return out
+
+    @staticmethod
+    def document_root(store):
+        """Where the stored documents of store lie: the store itself, or for a zip archive the
+        directory of its hierarchy in a copy extracted with Python's zipfile."""
+        if not store.endswith(".zip"):
+            return store
+        import zipfile
+        dest = os.path.join(WORK, "unzipped", os.path.basename(store))
+        with zipfile.ZipFile(store) as zf:
+            zf.extractall(dest)
+        top = [n for n in os.listdir(dest) if n != "__MACOSX"]
+        if not any(os.path.exists(os.path.join(dest, n)) for n in (".zgroup", ".zarray", "zarr.json")) \
+                and len(top) == 1:
+            return os.path.join(dest, top[0])
+        return dest
 
     def check_file(self, m, root, fmt, rel, view):
         doc = array_doc(root, fmt, rel)
@@ -421,20 +442,21 @@ class WalkEverything(zfmount.TestCase):
 
     def test_01_every_array(self):
         total = {"read": 0, "EIO": 0, "refused": 0}
-        for root in self.stores():
+        for store in self.stores():
+            root = self.document_root(store)
             fmt = store_format(root)
             counts = {"read": 0, "EIO": 0, "refused": 0}
-            with zfmount.Mount(root, label="walk") as m:
+            with zfmount.Mount(store, label="walk") as m:
                 root_array = root_is_array(root, fmt)
                 for d, dirs, files in os.walk(m.mnt):
                     for fn in files:
                         view = os.path.join(d, fn)
                         rel = "" if root_array else os.path.relpath(view, m.mnt)
                         self.assertTrue(stat.S_ISREG(os.stat(view).st_mode), view)
-                        with self.subTest(store=root, array=rel):
+                        with self.subTest(store=store, array=rel):
                             counts[self.check_file(m, root, fmt, rel, view)] += 1
-            self.assertGreater(sum(counts.values()), 0, root)
-            label = os.path.relpath(root, TESTDATA if root.startswith(TESTDATA) else WORK)
+            self.assertGreater(sum(counts.values()), 0, store)
+            label = os.path.relpath(store, TESTDATA if store.startswith(TESTDATA) else WORK)
             log("  %-45s v%-4s %4d read, %3d EIO, %3d refused (variable-length)"
                 % (label, fmt, counts["read"], counts["EIO"], counts["refused"]))
             for k in total:
