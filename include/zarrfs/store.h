@@ -130,7 +130,9 @@ typedef struct zf_store_options {
 
 /* Open the store a mount names: a local directory or file:// URL, an http:// or https:// URL, or
  * s3://bucket/prefix; or a zip archive holding the hierarchy: a local file that is one (by its
- * content), or an HTTP(S)/S3 URL whose name ends in ".zip" (zf_store_zip_open). opts may be NULL (defaults). Errors: ZF_ERR_NOT_FOUND (no such directory),
+ * content), or an HTTP(S)/S3 URL whose name ends in ".zip" (zf_store_zip_open); or kerchunk
+ * references: a local file holding a JSON object, or an HTTP(S)/S3 URL whose name ends in ".json"
+ * (zf_store_refs_open; the Parquet form, a file or a directory, is ZF_ERR_UNSUPPORTED). opts may be NULL (defaults). Errors: ZF_ERR_NOT_FOUND (no such directory),
  * ZF_ERR_UNSUPPORTED (a scheme zarrfs does not serve), ZF_ERR_INVALID (a malformed URL or
  * option, e.g. s3:// without a bucket), ZF_ERR_IO. */
 zf_status zf_store_open(const char *url, const zf_store_options *opts, zf_store **out,
@@ -232,6 +234,23 @@ zf_status zf_store_zip_open(zf_store *inner, const char *key, const char *name, 
  * zip archive: a local file header first, or an end of central directory record. */
 bool zf_zip_looks_like_archive(const uint8_t *head, size_t head_len, const uint8_t *tail,
                                size_t tail_len);
+
+/* ----- kerchunk references (store_refs.c) -----
+ * A read-only store over kerchunk references (fsspec's ReferenceFileSystem, JSON, spec versions 0
+ * and 1): text (len bytes) parsed once; inline values (text, "base64:" bytes, JSON objects as their
+ * text), [url] (a whole target) and [url, offset, length] (a byte range of it); version 1's
+ * templates ({{name}}, name(arg='v'), integer arithmetic) and gen (keys generated over
+ * dimensions, ranges or lists). Targets are local paths (relative ones below dir, the reference
+ * file's directory or URL), file://, http(s):// and s3:// URLs, read through one store per
+ * distinct parent (opts for the remote ones). A range past a target's end, a missing or failing
+ * target is ZF_ERR_IO (logged with the key and target). name is for messages. Errors at open:
+ * ZF_ERR_INVALID (malformed JSON or references, a template that does not resolve: the message
+ * names the key), ZF_ERR_UNSUPPORTED (another version, a target scheme not served), ZF_ERR_IO (a
+ * target directory that cannot be opened), ZF_ERR_NOMEM. */
+zf_status zf_store_refs_open(const char *name, const char *text, size_t len, const char *dir,
+                             const zf_store_options *opts, zf_store **out, zf_err *err);
+/* True when the first n bytes of a file look like a JSON object (after white space). */
+bool zf_refs_looks_like_json(const uint8_t *head, size_t n);
 
 /* ----- the disk cache (store_diskcache.c) -----
  * A store wrapper that keeps what the remote store it wraps returns — whole values, byte ranges,

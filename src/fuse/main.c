@@ -67,8 +67,9 @@ static void usage(const char *prog)
 {
     printf("usage: %s [options] STORE MOUNTPOINT\n\n"
            "Mount the Zarr hierarchy in STORE (a directory or file:// URL, http(s):// or\n"
-           "s3:// URL) at MOUNTPOINT: each group a directory, each array one file holding\n"
-           "the whole array in C order. Read-only unless -o rw.\n\n"
+           "s3:// URL, a zip archive or a kerchunk reference file) at MOUNTPOINT: each\n"
+           "group a directory, each array one file holding the whole array in C order.\n"
+           "Read-only unless -o rw.\n\n"
            "zarrfs options:\n"
            "    -o cache_size=SIZE     bytes of decoded chunks to keep (suffix K, M, G)\n"
            "                           (default: " DEFAULT_CACHE_SIZE ")\n"

@@ -66,6 +66,8 @@ char *zf_root_array_name(const char *store_name)
     size_t bl = strlen(base);
     if (bl > 4 && strcmp(base + bl - 4, ".zip") == 0) /* a zip archive: x.zarr.zip is x */
         base[bl -= 4] = '\0';
+    else if (bl > 5 && strcmp(base + bl - 5, ".json") == 0) /* kerchunk references */
+        base[bl -= 5] = '\0';
     for (size_t i = 0; i < 3; i++) {
         size_t sl = strlen(suffixes[i]);
         if (bl >= sl && strcmp(base + bl - sl, suffixes[i]) == 0) {

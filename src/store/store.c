@@ -1,7 +1,9 @@
 /* store.c — key validation and dispatch to store backends (a local file or a URL ending in .zip:
- * the zip store over the store of its directory). */
+ * the zip store over the store of its directory; a local file holding JSON, or an HTTP(S) or S3
+ * URL ending in .json: kerchunk references). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -59,25 +61,64 @@ static size_t pread_some(int fd, uint8_t *buf, size_t n, off_t offset)
     return got;
 }
 
-/* A local zip archive as a store: the key of its name in its directory's store. */
-static zf_status open_local_zip(const char *path, zf_store **out, zf_err *err)
+#define REFS_MAX_SIZE ((off_t)1 << 32) /* a reference file is parsed in memory */
+
+/* Kerchunk references in a local file: parsed with the file's directory for relative targets. */
+static zf_status open_local_refs(const char *path, int fd, off_t size,
+                                 const zf_store_options *opts, zf_store **out, zf_err *err)
+{
+    if (size > REFS_MAX_SIZE)
+        return zf_fail(err, ZF_ERR_UNSUPPORTED, "%s: reference file too large", path);
+    char *text = malloc((size_t)size + 1);
+    if (!text)
+        return ZF_ERR_NOMEM;
+    if (pread_some(fd, (uint8_t *)text, (size_t)size, 0) != (size_t)size) {
+        free(text);
+        return zf_fail(err, ZF_ERR_IO, "%s: cannot read the file", path);
+    }
+    char *full = realpath(path, NULL);
+    char *slash = full ? strrchr(full, '/') : NULL;
+    if (slash)
+        *(slash == full ? slash + 1 : slash) = '\0';
+    zf_status st = zf_store_refs_open(path, text, (size_t)size, slash ? full : ".", opts, out, err);
+    free(full);
+    free(text);
+    return st;
+}
+
+/* A local file as a store: a zip archive (the key of its name in its directory's store) or
+ * kerchunk references; the Parquet form of references is refused. */
+static zf_status open_local_file(const char *path, const zf_store_options *opts, zf_store **out,
+                                 zf_err *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return zf_fail(err, ZF_ERR_IO, "%s: %s", path, strerror(errno));
     struct stat sb;
-    uint8_t head[4], *tail = malloc(65536 + 22);
+    uint8_t head[64], *tail = malloc(65536 + 22);
+    size_t nh = 0;
     bool zip = false;
     if (tail && fstat(fd, &sb) == 0) {
-        size_t nh = pread_some(fd, head, sizeof head, 0);
+        nh = pread_some(fd, head, sizeof head, 0);
         off_t tl = sb.st_size > 65536 + 22 ? 65536 + 22 : sb.st_size;
         size_t nt = pread_some(fd, tail, (size_t)tl, sb.st_size - tl);
         zip = zf_zip_looks_like_archive(head, nh, tail, nt);
     }
     free(tail);
+    if (!zip) {
+        zf_status st;
+        if (nh >= 4 && memcmp(head, "PAR1", 4) == 0)
+            st = zf_fail(err, ZF_ERR_UNSUPPORTED,
+                         "%s: Parquet references are not supported (use the JSON form)", path);
+        else if (zf_refs_looks_like_json(head, nh))
+            st = open_local_refs(path, fd, sb.st_size, opts, out, err);
+        else
+            st = zf_fail(err, ZF_ERR_IO,
+                         "%s: not a directory, a zip archive nor kerchunk references", path);
+        close(fd);
+        return st;
+    }
     close(fd);
-    if (!zip)
-        return zf_fail(err, ZF_ERR_IO, "%s: not a directory nor a zip archive", path);
     const char *slash = strrchr(path, '/');
     char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
     if (!dir)
@@ -89,6 +130,51 @@ static zf_status open_local_zip(const char *path, zf_store **out, zf_err *err)
         return st;
     if ((st = zf_store_zip_open(inner, slash ? slash + 1 : path, path, out, err)) != ZF_OK)
         zf_store_close(inner);
+    return st;
+}
+
+/* A directory holding the Parquet form of references (fsspec's LazyReferenceMapper: .zmetadata
+ * with "record_size" and refs.N.parq files) rather than a Zarr hierarchy. */
+static bool is_parquet_refs_dir(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/.zmetadata", dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char buf[65536];
+    size_t n = pread_some(fd, (uint8_t *)buf, sizeof buf - 1, 0);
+    close(fd);
+    buf[n] = '\0';
+    return strstr(buf, "\"record_size\"") != NULL;
+}
+
+/* An HTTP(S) or S3 URL naming a reference file (*.json): fetched whole, relative targets below
+ * its parent URL. */
+static zf_status open_remote_refs(const char *url, const zf_store_options *opts, bool s3,
+                                  zf_store **out, zf_err *err)
+{
+    const char *slash = strrchr(url, '/');
+    const char *scheme_end = strstr(url, "://") + 3;
+    if (!slash || slash < scheme_end || !slash[1])
+        return zf_fail(err, ZF_ERR_INVALID, "%s: no file name in the URL", url);
+    char *parent = strndup(url, (size_t)(slash - url));
+    if (!parent)
+        return ZF_ERR_NOMEM;
+    zf_store *web;
+    zf_status st = s3 ? zf_store_s3_open(parent, opts, &web, err)
+                      : zf_store_http_open(parent, opts, &web, err);
+    if (st == ZF_OK) {
+        zf_bytes b = {0};
+        st = zf_store_get(web, slash + 1, &b, err);
+        zf_store_close(web);
+        if (st == ZF_ERR_NOT_FOUND)
+            st = zf_fail(err, ZF_ERR_NOT_FOUND, "%s: not found", url);
+        if (st == ZF_OK)
+            st = zf_store_refs_open(url, (const char *)b.data, b.len, parent, opts, out, err);
+        zf_bytes_free(&b);
+    }
+    free(parent);
     return st;
 }
 
@@ -121,6 +207,12 @@ static bool names_zip(const char *url)
     return n > 4 && strcasecmp(url + n - 4, ".zip") == 0;
 }
 
+static bool names_json(const char *url)
+{
+    size_t n = strlen(url);
+    return n > 5 && strcasecmp(url + n - 5, ".json") == 0;
+}
+
 zf_status zf_store_open(const char *url, const zf_store_options *opts, zf_store **out,
                         zf_err *err)
 {
@@ -134,6 +226,8 @@ zf_status zf_store_open(const char *url, const zf_store_options *opts, zf_store 
     bool s3 = strncmp(url, "s3://", 5) == 0;
     if ((http || s3) && names_zip(url))
         return open_remote_zip(url, opts, s3, out, err);
+    if ((http || s3) && names_json(url))
+        return open_remote_refs(url, opts, s3, out, err);
     if (http)
         return zf_store_http_open(url, opts, out, err);
     if (s3)
@@ -144,7 +238,10 @@ zf_status zf_store_open(const char *url, const zf_store_options *opts, zf_store 
         return zf_fail(err, ZF_ERR_UNSUPPORTED, "%s: this kind of store is not supported", url);
     struct stat sb;
     if (stat(url, &sb) == 0 && S_ISREG(sb.st_mode))
-        return open_local_zip(url, out, err);
+        return open_local_file(url, opts, out, err);
+    if (stat(url, &sb) == 0 && S_ISDIR(sb.st_mode) && is_parquet_refs_dir(url))
+        return zf_fail(err, ZF_ERR_UNSUPPORTED,
+                       "%s: Parquet references are not supported (use the JSON form)", url);
     return zf_store_file_open(url, out, err);
 }
 

@@ -13,6 +13,7 @@ TCase *store_s3_tcase(void);     /* test_remote_s3.c: the S3 store against s3_te
 TCase *store_write_tcase(void);  /* test_write.c: writing to local stores, HTTP's refusal */
 TCase *store_disk_cache_tcase(void); /* test_disk_cache.c: the disk cache wrapper */
 TCase *store_zip_tcase(void);    /* test_zip.c: zip archives as stores */
+TCase *store_refs_tcase(void);   /* test_refs.c: kerchunk references as stores */
 
 #ifndef STORE_TEST_SRCDIR
 #define STORE_TEST_SRCDIR "."
