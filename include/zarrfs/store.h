@@ -36,6 +36,7 @@ typedef struct zf_store_listing {
 void zf_store_listing_free(zf_store_listing *l);
 
 typedef struct zf_store zf_store;
+struct zf_store_stats;
 
 /* What identifies one version of a value, as HTTP validators do (RFC 9110 "Validator Fields"): a
  * new ETag, Last-Modified or size means a new value. Remote backends report it with each read
@@ -77,6 +78,9 @@ typedef struct zf_store_ops {
      * it read (NULL: the dispatcher calls the plain op and knows only the size). */
     zf_status (*read_versioned)(zf_store *s, const char *key, zf_read_kind kind, uint64_t offset,
                                 uint64_t len, zf_bytes *out, zf_store_version *ver, zf_err *err);
+    /* Optional: the traffic of a store that reads through several others (kerchunk
+     * references: the sum over its targets); NULL: its own counters, or its inner store's. */
+    void (*traffic)(zf_store *s, struct zf_store_stats *out);
 } zf_store_ops;
 
 struct zf_store {
@@ -96,12 +100,14 @@ struct zf_store {
 
 /* What reached a store: requests (get, get_partial, get_suffix, stat, list_dir), bytes of values
  * returned, failed requests (not counting "not found"), and retries (remote backends). For a
- * wrapper, those of the store it wraps: what went over the network. */
-typedef struct zf_store_stats {
+ * wrapper, those of the store it wraps: what went over the network; for kerchunk references,
+ * the sum over the stores of its targets. */
+struct zf_store_stats {
     uint64_t requests, bytes, errors, retries;
     uint64_t writes;        /* of the requests: set, erase and remove_dir */
     uint64_t bytes_written; /* bytes of values stored by set */
-} zf_store_stats;
+};
+typedef struct zf_store_stats zf_store_stats;
 void zf_store_get_stats(zf_store *s, zf_store_stats *out);
 /* For backends: one more retry of a request. */
 void zf_store_count_retry(zf_store *s);

@@ -260,6 +260,10 @@ void zf_store_get_stats(zf_store *s, zf_store_stats *out)
 {
     while (s->inner) /* a wrapper's own calls are not traffic */
         s = s->inner;
+    if (s->ops->traffic) {
+        s->ops->traffic(s, out);
+        return;
+    }
     *out = (zf_store_stats){.requests = s->n_requests, .bytes = s->n_bytes,
                             .errors = s->n_errors, .retries = s->n_retries,
                             .writes = s->n_writes, .bytes_written = s->n_bytes_written};

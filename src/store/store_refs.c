@@ -963,7 +963,25 @@ static void rs_destroy(zf_store *s)
     free(r);
 }
 
+/* What reached the targets: the sum of their stores' counters (inline values cost nothing). */
+static void rs_traffic(zf_store *s, zf_store_stats *out)
+{
+    refs_store *r = (refs_store *)s;
+    *out = (zf_store_stats){0};
+    for (size_t i = 0; i < r->nb; i++) {
+        zf_store_stats t;
+        if (!r->bases[i].store)
+            continue;
+        zf_store_get_stats(r->bases[i].store, &t);
+        out->requests += t.requests;
+        out->bytes += t.bytes;
+        out->errors += t.errors;
+        out->retries += t.retries;
+    }
+}
+
 static const zf_store_ops refs_ops = {
+    .traffic = rs_traffic,
     .scheme = "kerchunk",
     .get = rs_get,
     .get_partial = rs_get_partial,

@@ -408,8 +408,13 @@ class OverHttp(zfmount.TestCase):
                 self.assertEqual(read_file(m.path(name)), data, name)
             for name, data in sorted(h5_want.items()):
                 self.assertEqual(read_file(m.path("h5", name)), data, name)
+            with open(m.path(".zarrfs-stats")) as f:
+                store_stats = json.load(f)["store"]
         entries = [e for e in self.ng.access_entries(mark) if e.path.startswith("files/")]
         self.assertTrue(entries)
+        # .zarrfs-stats counts the requests to the targets, as nginx saw them
+        self.assertEqual(store_stats["requests"], len(entries))
+        self.assertEqual(store_stats["errors"], 0)
         self.assertTrue(all(e.range for e in entries), "a whole-file GET")
         zp = zarr_python_bytes(nc_refs, ["temp", "sparse"])
         self.assertEqual(zp["temp"], nc_want["temp"])
