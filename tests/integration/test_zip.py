@@ -215,6 +215,42 @@ class Zip(zfmount.MountsTestCase):
         self.assertEqual(os.stat(self.m_deflated.path("ints")).st_size, 16000)
 
 
+class Over4GiB(zfmount.TestCase):
+    """A Zip64 archive over 4 GiB: a 4 GiB stored filler entry first, so the Zarr entries lie
+    past the 32-bit offsets (Zip64 extra fields in the central directory); written by Python's
+    zipfile, read by zarr-python's ZipStore as the reference."""
+
+    test_timeout = 300
+
+    def test_01_entries_past_4_gib(self):
+        import zipfile
+        import zarr
+        path = os.path.join(TMP, "big64.zip")
+        zero = bytes(64 << 20)
+        data = np.arange(300 * 7, dtype="<f8").reshape(300, 7) * 0.25
+        try:
+            with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+                with zf.open(zipfile.ZipInfo("filler.bin"), "w", force_zip64=True) as f:
+                    for _ in range((4 << 30) // len(zero) + 1):
+                        f.write(zero)
+            store = zarr.ZipStore(path, mode="a", compression=zipfile.ZIP_DEFLATED)
+            z = zarr.open_array(store, mode="w", path="arr", shape=data.shape, chunks=(64, 7),
+                                dtype="<f8")
+            z[...] = data
+            store.close()
+            self.assertGreater(os.path.getsize(path), 1 << 32)
+            ref = zarr.open_array(zarr.ZipStore(path, mode="r"), mode="r", path="arr")[...]
+            self.assertEqual(ref.tobytes(), data.tobytes())
+            with zfmount.Mount(path, label="over-4GiB") as m:
+                self.assertIn("arr", os.listdir(m.mnt))
+                self.assertEqual(read_file(m.path("arr")), data.tobytes())
+            log("  %.2f GiB Zip64 archive: entries past 4 GiB read byte-exact"
+                % (os.path.getsize(path) / (1 << 30)))
+        finally:
+            if os.path.exists(path):
+                os.unlink(path)
+
+
 def flip_byte_in_entry(path, name):
     """Flip one byte of the compressed data of entry name, in place."""
     with zipfile.ZipFile(path) as zf:
