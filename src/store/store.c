@@ -12,6 +12,8 @@
 
 #include "zarrfs/store.h"
 
+#include "store_impl.h"
+
 void zf_bytes_free(zf_bytes *b)
 {
     free(b->data);
@@ -419,4 +421,70 @@ void zf_store_close(zf_store *s)
 {
     if (s)
         s->ops->destroy(s);
+}
+
+/* ---- sorted key tables (zip archives, reference files) ---- */
+
+const char *zf_key_table_key(const zf_key_table *t, size_t i)
+{
+    const char *entry = (const char *)t->base + i * t->size;
+    const char *key;
+    memcpy(&key, entry + t->key_off, sizeof key);
+    return key;
+}
+
+size_t zf_key_table_lower_bound(const zf_key_table *t, const char *s)
+{
+    size_t lo = 0, hi = t->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(zf_key_table_key(t, mid), s) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+zf_status zf_key_table_list(const zf_key_table *t, const char *prefix, zf_store_listing *out)
+{
+    size_t plen = strlen(prefix);
+    char *p = malloc(plen + 2);
+    if (!p)
+        return ZF_ERR_NOMEM;
+    memcpy(p, prefix, plen);
+    if (plen)
+        p[plen++] = '/';
+    p[plen] = '\0';
+    zf_store_listing l = {0};
+    size_t cap = 0;
+    zf_status st = ZF_OK;
+    for (size_t i = zf_key_table_lower_bound(t, p);
+         i < t->n && strncmp(zf_key_table_key(t, i), p, plen) == 0; i++) {
+        const char *rest = zf_key_table_key(t, i) + plen, *slash = strchr(rest, '/');
+        size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+        if (n == 0 || (n == 1 && rest[0] == '.') || (n == 2 && rest[0] == '.' && rest[1] == '.'))
+            continue; /* not a key any client could name */
+        if (l.n && strlen(l.entries[l.n - 1].name) == n &&
+            memcmp(l.entries[l.n - 1].name, rest, n) == 0) {
+            l.entries[l.n - 1].is_prefix |= slash != NULL;
+            continue; /* sorted: a segment's keys are adjacent (or nearly: "a/" vs "a.b") */
+        }
+        if (!zf_listing_add(&l, &cap, rest, n, slash != NULL)) {
+            st = ZF_ERR_NOMEM;
+            break;
+        }
+    }
+    free(p);
+    if (st != ZF_OK) {
+        zf_store_listing_free(&l);
+        return st;
+    }
+    zf_listing_sort_unique(&l);
+    if (l.n == 0) {
+        free(l.entries);
+        return ZF_ERR_NOT_FOUND;
+    }
+    *out = l;
+    return ZF_OK;
 }

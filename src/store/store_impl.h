@@ -142,6 +142,20 @@ bool zf_listing_add(zf_store_listing *l, size_t *cap, const char *name, size_t n
 /* Sort by name and merge duplicates (a name seen as a prefix stays a prefix). */
 void zf_listing_sort_unique(zf_store_listing *l);
 
+/* A table of n entries of `size` bytes each, sorted (strcmp) by the key string (a char *) at byte
+ * `key_off` of each entry: the keys of an archive or a reference file. */
+typedef struct zf_key_table {
+    const void *base;
+    size_t n, size, key_off;
+} zf_key_table;
+/* The first entry whose key is not below s (n when none). */
+size_t zf_key_table_lower_bound(const zf_key_table *t, const char *s);
+const char *zf_key_table_key(const zf_key_table *t, size_t i);
+/* The children of prefix ("" or "a/b") among the table's keys: each next path segment once
+ * (is_prefix when keys lie below it), segments "", "." and ".." left out. Errors:
+ * ZF_ERR_NOT_FOUND when nothing lies below prefix, ZF_ERR_NOMEM. */
+zf_status zf_key_table_list(const zf_key_table *t, const char *prefix, zf_store_listing *out);
+
 /* The children named by an HTML directory index page (nginx autoindex, Apache mod_autoindex,
  * Python's http.server, lighttpd, ...): each href that is one relative path segment, percent-
  * and entity-decoded; "name/" is a prefix, "name" a key. Parent, sort (?C=N;O=D), absolute,

@@ -17,6 +17,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -889,59 +890,17 @@ static zf_status rs_stat(zf_store *s, const char *key, uint64_t *size, struct ti
 }
 
 /* First entry whose key is >= s. */
-static size_t lower_bound(const refs_store *r, const char *s)
+static zf_key_table key_table(const refs_store *r)
 {
-    size_t lo = 0, hi = r->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(r->e[mid].key, s) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return (zf_key_table){.base = r->e, .n = r->n, .size = sizeof *r->e,
+                          .key_off = offsetof(ref_entry, key)};
 }
 
 static zf_status rs_list_dir(zf_store *s, const char *prefix, zf_store_listing *out, zf_err *err)
 {
     (void)err;
-    refs_store *r = (refs_store *)s;
-    size_t plen = strlen(prefix);
-    char *p = malloc(plen + 2);
-    if (!p)
-        return ZF_ERR_NOMEM;
-    memcpy(p, prefix, plen);
-    if (plen)
-        p[plen++] = '/';
-    p[plen] = '\0';
-    zf_store_listing l = {0};
-    size_t cap = 0;
-    zf_status st = ZF_OK;
-    for (size_t i = lower_bound(r, p); i < r->n && strncmp(r->e[i].key, p, plen) == 0; i++) {
-        const char *rest = r->e[i].key + plen, *slash = strchr(rest, '/');
-        size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
-        if (l.n && strlen(l.entries[l.n - 1].name) == n &&
-            memcmp(l.entries[l.n - 1].name, rest, n) == 0) {
-            l.entries[l.n - 1].is_prefix |= slash != NULL;
-            continue;
-        }
-        if (!zf_listing_add(&l, &cap, rest, n, slash != NULL)) {
-            st = ZF_ERR_NOMEM;
-            break;
-        }
-    }
-    free(p);
-    if (st != ZF_OK) {
-        zf_store_listing_free(&l);
-        return st;
-    }
-    zf_listing_sort_unique(&l);
-    if (l.n == 0) {
-        free(l.entries);
-        return ZF_ERR_NOT_FOUND;
-    }
-    *out = l;
-    return ZF_OK;
+    zf_key_table t = key_table((const refs_store *)s);
+    return zf_key_table_list(&t, prefix, out);
 }
 
 static void rs_destroy(zf_store *s)

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,17 +166,10 @@ static const zip_entry *find(const zip_store *z, const char *key)
 }
 
 /* First entry whose name is >= s. */
-static size_t lower_bound(const zip_store *z, const char *s)
+static zf_key_table key_table(const zip_store *z)
 {
-    size_t lo = 0, hi = z->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(z->entries[mid].name, s) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return (zf_key_table){.base = z->entries, .n = z->n, .size = sizeof *z->entries,
+                          .key_off = offsetof(zip_entry, name)};
 }
 
 static bool has_root_metadata(const zip_store *z, const char *dir)
@@ -407,57 +401,8 @@ static zf_status zs_stat(zf_store *s, const char *key, uint64_t *size, struct ti
 static zf_status zs_list_dir(zf_store *s, const char *prefix, zf_store_listing *out, zf_err *err)
 {
     (void)err;
-    zip_store *z = (zip_store *)s;
-    size_t plen = strlen(prefix);
-    char *p = malloc(plen + 2);
-    if (!p)
-        return ZF_ERR_NOMEM;
-    memcpy(p, prefix, plen);
-    if (plen)
-        p[plen++] = '/';
-    p[plen] = '\0';
-    zf_store_listing l = {0};
-    size_t cap = 0;
-    zf_status st = ZF_OK;
-    for (size_t i = lower_bound(z, p); i < z->n && strncmp(z->entries[i].name, p, plen) == 0;
-         i++) {
-        const char *rest = z->entries[i].name + plen, *slash = strchr(rest, '/');
-        size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
-        if (n == 0 || (n == 1 && rest[0] == '.') || (n == 2 && rest[0] == '.' && rest[1] == '.'))
-            continue; /* not a key any client could name */
-        if (l.n && strlen(l.entries[l.n - 1].name) == n &&
-            memcmp(l.entries[l.n - 1].name, rest, n) == 0) {
-            l.entries[l.n - 1].is_prefix |= slash != NULL;
-            continue; /* sorted: a segment's names are adjacent (or nearly: "a/" vs "a.b") */
-        }
-        if (l.n == cap) {
-            cap = cap ? cap * 2 : 16;
-            zf_store_entry *ne = realloc(l.entries, cap * sizeof *ne);
-            if (!ne) {
-                st = ZF_ERR_NOMEM;
-                break;
-            }
-            l.entries = ne;
-        }
-        if (!(l.entries[l.n].name = strndup(rest, n))) {
-            st = ZF_ERR_NOMEM;
-            break;
-        }
-        l.entries[l.n++].is_prefix = slash != NULL;
-    }
-    free(p);
-    if (st == ZF_OK)
-        zf_listing_sort_unique(&l);
-    if (st != ZF_OK) {
-        zf_store_listing_free(&l);
-        return st;
-    }
-    if (l.n == 0) {
-        free(l.entries);
-        return ZF_ERR_NOT_FOUND;
-    }
-    *out = l;
-    return ZF_OK;
+    zf_key_table t = key_table((const zip_store *)s);
+    return zf_key_table_list(&t, prefix, out);
 }
 
 static void zs_destroy(zf_store *s)
