@@ -29,6 +29,7 @@ even when its watchdog ends it with os._exit; an atexit handler stops whatever i
 
 import atexit
 import collections
+import contextlib
 import ctypes
 import datetime
 import fnmatch
@@ -1164,3 +1165,33 @@ def parse_range(h, size):
     if last < a:
         return None
     return a, last
+
+
+# --------------------------------------------------------------------------------------------
+# the AWS environment of the zarrfs daemons a test starts
+
+AWS_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+            "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION",
+            "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_ENDPOINT_URL")
+
+
+@contextlib.contextmanager
+def aws_env(**kw):
+    """os.environ (inherited by the zarrfs started inside) with no AWS_* variable but kw, and a
+    HOME without ~/.aws (a new directory, yielded; a test may keep files there for later mounts:
+    it is removed when the process exits); restored afterwards."""
+    saved = {k: os.environ.get(k) for k in AWS_VARS + ("HOME",)}
+    home = tempfile.mkdtemp(prefix="zarrfs-s3-home-")
+    atexit.register(shutil.rmtree, home, True)
+    try:
+        for k in AWS_VARS:
+            os.environ.pop(k, None)
+        os.environ["HOME"] = home
+        os.environ.update(kw)
+        yield home
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

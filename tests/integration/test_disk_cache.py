@@ -22,7 +22,6 @@ directory, compared with a local zarrfs mount of the same directory (and zarr-py
 Run: ZARRFS=build/src/fuse/zarrfs /usr/bin/python3 tests/integration/test_disk_cache.py -v
 """
 
-import contextlib
 import json
 import warnings
 import os
@@ -330,24 +329,7 @@ class Changes(zfmount.TestCase):
             % (sa["hits"], sb["hits"], sa["evictions"], sb["evictions"], counted_state(cache)))
 
 
-@contextlib.contextmanager
-def aws_env(**kw):
-    keys = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-            "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
-            "AWS_ENDPOINT_URL", "HOME")
-    saved = {k: os.environ.get(k) for k in keys}
-    try:
-        for k in keys:
-            os.environ.pop(k, None)
-        os.environ["HOME"] = tempfile.mkdtemp(prefix="home-", dir=WORK)
-        os.environ.update(kw)
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+aws_env = rs.aws_env
 
 
 class S3Writes(zfmount.TestCase):

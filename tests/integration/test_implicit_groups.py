@@ -31,7 +31,6 @@ them, attributes set on an implicit group store its zarr.json (it becomes explic
 non-empty implicit group is ENOTEMPTY.
 """
 
-import contextlib
 import errno
 import json
 import os
@@ -236,24 +235,9 @@ def tearDownModule():
         shutil.rmtree(WORK, ignore_errors=True)
 
 
-@contextlib.contextmanager
 def s3_env():
     """The proxy's credentials for the zarrfs started inside; no ~/.aws."""
-    keys = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-            "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "HOME")
-    saved = {k: os.environ.get(k) for k in keys}
-    try:
-        for k in keys:
-            os.environ.pop(k, None)
-        os.environ.update(AWS_ACCESS_KEY_ID=S3_KEY, AWS_SECRET_ACCESS_KEY=S3_SECRET,
-                          HOME=tempfile.mkdtemp(prefix="home-", dir=WORK))
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    return rs.aws_env(AWS_ACCESS_KEY_ID=S3_KEY, AWS_SECRET_ACCESS_KEY=S3_SECRET)
 
 
 def children(store, rel):

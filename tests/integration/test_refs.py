@@ -462,10 +462,8 @@ class OverS3(zfmount.TestCase):
         cls.s3.stop()
 
     def test_01_s3_targets(self):
-        saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
-        os.environ.update(AWS_ACCESS_KEY_ID=self.KEY, AWS_SECRET_ACCESS_KEY=self.SECRET)
         opts = ["endpoint=" + self.proxy.endpoint(), "region=us-east-1", "retries=2"]
-        try:
+        with rs.aws_env(AWS_ACCESS_KEY_ID=self.KEY, AWS_SECRET_ACCESS_KEY=self.SECRET):
             refs, want = refs_from_hdf5(self.h5, "s3://%s/dir/data.h5" % self.BUCKET)
             p = write_json(os.path.join(TMP, "s3.json"), refs)
             with zfmount.Mount(p, options=opts, label="s3-targets") as m:
@@ -478,12 +476,6 @@ class OverS3(zfmount.TestCase):
                 for name, data in sorted(want.items()):
                     self.assertEqual(read_file(m.path(name)), data, name)
             log("  s3:// targets and an s3:// reference file: %d arrays byte-exact" % len(want))
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ bytes, errnos), the local v2 mount with zarr-python 2.13 and the sharded arrays 
   secret, the token and the signing key never appear in zarrfs's output.
 """
 
-import contextlib
 import datetime
 import os
 import shutil
@@ -112,30 +111,7 @@ def tearDownModule():
         shutil.rmtree(WORK, ignore_errors=True)
 
 
-AWS_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-            "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION",
-            "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_ENDPOINT_URL")
-
-
-@contextlib.contextmanager
-def aws_env(**kw):
-    """os.environ (inherited by the zarrfs started inside) with no AWS_* variable but kw, and a
-    HOME without ~/.aws; restored afterwards."""
-    saved = {k: os.environ.get(k) for k in AWS_VARS + ("HOME",)}
-    home = tempfile.mkdtemp(prefix="zarrfs-s3-home-", dir=WORK)
-    try:
-        for k in AWS_VARS:
-            os.environ.pop(k, None)
-        os.environ["HOME"] = home
-        for k, v in kw.items():
-            os.environ[k] = v
-        yield home
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+aws_env = rs.aws_env
 
 
 def creds(key=ACCESS_KEY, secret=SECRET):

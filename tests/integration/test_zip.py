@@ -406,9 +406,7 @@ class OverS3(zfmount.TestCase):
         cls.s3.stop()
 
     def test_01_read(self):
-        saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
-        os.environ.update(AWS_ACCESS_KEY_ID=self.KEY, AWS_SECRET_ACCESS_KEY=self.SECRET)
-        try:
+        with rs.aws_env(AWS_ACCESS_KEY_ID=self.KEY, AWS_SECRET_ACCESS_KEY=self.SECRET):
             for key in ("dir/data.zarr.zip", "top.zip"):
                 url = "s3://%s/%s" % (self.BUCKET, key)
                 with zfmount.Mount(url, options=["endpoint=" + self.proxy.endpoint(),
@@ -418,12 +416,6 @@ class OverS3(zfmount.TestCase):
                         with self.subTest(url=url, array=rel):
                             self.assertEqual(read_file(m.path(rel)), data)
                 log("  %s: %d arrays byte-exact" % (url, len(self.want)))
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 if __name__ == "__main__":
