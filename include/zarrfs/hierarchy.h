@@ -42,6 +42,16 @@ typedef struct zf_node {
     struct zf_node *pending_next;
     uint64_t gen;          /* arrays: bumped by each resize (a new chunk-cache id) */
     _Atomic bool read_failed_logged; /* an undecodable array's failed read was logged */
+    /* Derived nodes (-o sidecars): a read-only file generated from another node's metadata
+     * (a sidecar header, or a header followed by the base array's bytes). Read them with
+     * zf_hierarchy_read_derived; they cannot be written, resized or given metadata. */
+    bool derived;
+    struct zf_node *base;  /* the array it is derived from */
+    char *dhdr;            /* the generated header bytes */
+    size_t dhdr_len;
+    bool dappend_data;     /* the base array's bytes follow the header (.npy) */
+    uint64_t dbase_size;   /* the base array's size when the header was made */
+    unsigned dkind;        /* ZF_SIDECAR_* */
 } zf_node;
 
 typedef struct zf_hierarchy zf_hierarchy;
@@ -56,7 +66,28 @@ typedef struct zf_hierarchy_options {
     unsigned readahead;    /* bands of chunks a sequential reader is kept ahead by (0: 1) */
     bool writable;         /* -o rw: writes allowed (where the store and dialect allow them) */
     bool write_empty_chunks; /* store chunks equal to the fill value (else erase them) */
+    unsigned sidecars;     /* ZF_SIDECAR_* bits: derived files shown next to each array */
 } zf_hierarchy_options;
+
+/* Sidecars (-o sidecars): for an array file NAME, NAME.hdr (ENVI), NAME.mhd (MetaImage),
+ * NAME.nhdr (detached NRRD) name NAME as their raw data; NAME.npy is an NPY header followed by
+ * the array's bytes. Each exists only for arrays its format can describe; a real node of the
+ * same name wins. */
+enum {
+    ZF_SIDECAR_ENVI = 1u << 0,
+    ZF_SIDECAR_MHD = 1u << 1,
+    ZF_SIDECAR_NHDR = 1u << 2,
+    ZF_SIDECAR_NPY = 1u << 3,
+    ZF_SIDECAR_ALL = 0xfu,
+};
+/* Parse "envi,mhd,nhdr,npy" (any subset; "hdr" is "envi") into ZF_SIDECAR_* bits. False on an
+ * unknown name. */
+bool zf_sidecars_parse(const char *list, unsigned *bits);
+
+/* Read len bytes at off of a derived node (header, then the base array's bytes for .npy);
+ * *got is short only at the end of the file. Errors: as zf_hierarchy_array and zf_array_read. */
+zf_status zf_hierarchy_read_derived(zf_hierarchy *h, zf_node *node, uint64_t off, void *buf,
+                                    size_t len, size_t *got, zf_err *err);
 
 /* Open the hierarchy in store, which passes to the hierarchy. The root's metadata is read and
  * checked now. Errors: ZF_ERR_NOT_FOUND (not a Zarr hierarchy: err says which keys were looked
@@ -74,7 +105,8 @@ zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
 /* The child `name` of a directory node. Errors as zf_hierarchy_lookup. */
 zf_status zf_hierarchy_child(zf_hierarchy *h, zf_node *dir, const char *name, zf_node **out,
                              zf_err *err);
-/* A node already looked up, by id; NULL if none. */
+/* A node already looked up, by id; NULL if none. A derived node whose array changed (resized
+ * under -o rw) is brought up to date first (its header and size). */
 zf_node *zf_hierarchy_node(zf_hierarchy *h, uint64_t id);
 
 /* Names of the children of a directory node (groups and arrays, including ones whose metadata

@@ -39,6 +39,8 @@ typedef struct zf_options {
     int show_version;
     int show_help;
     int rw, allow_delete, write_empty_chunks;
+    int sidecars_all;    /* -o sidecars */
+    char *sidecars;      /* -o sidecars=envi,mhd,nhdr,npy */
 } zf_options;
 
 #define ZF_OPT(t, p) {t, offsetof(zf_options, p), 1}
@@ -57,6 +59,7 @@ static const struct fuse_opt zf_opts[] = {
     ZF_OPT("allow_delete", allow_delete), ZF_OPT("write_empty_chunks", write_empty_chunks),
     /* Writing: -o rw (mount(8) passes it unless told "ro"); "ro" goes on to FUSE. */
     ZF_OPT("rw", rw),
+    ZF_OPT("sidecars", sidecars_all),     ZF_OPT("sidecars=%s", sidecars),
     FUSE_OPT_END,
 };
 
@@ -80,6 +83,10 @@ static void usage(const char *prog)
            "                           (default: 0, never)\n"
            "    -o readahead=N         bands of chunks decoded ahead of a sequential reader\n"
            "                           (default: 1)\n"
+           "    -o sidecars            show NAME.hdr (ENVI), NAME.mhd (MetaImage), NAME.nhdr\n"
+           "                           (NRRD) headers and a NAME.npy view next to each array\n"
+           "                           NAME (default: off)\n"
+           "    -o sidecars=KINDS      only these: a list of envi,mhd,nhdr,npy (default: off)\n"
            "\nremote stores (http://, https://, s3://BUCKET/PREFIX):\n"
            "    -o max_connections=N   concurrent requests (default: %u)\n"
            "    -o retries=N           retries of a failed request (default: %u)\n"
@@ -412,8 +419,36 @@ static int run_loop(struct fuse_session *se, const struct fuse_cmdline_opts *cl)
     return ret;
 }
 
+/* fuse_opt splits -o values at commas: in "sidecars=envi,mhd,npy" the kinds after the first
+ * would be taken for options of their own. Join them with ':' (which zf_sidecars_parse also
+ * accepts) before parsing; a comma followed by anything else still separates options. */
+static void join_sidecar_kinds(char *opts)
+{
+    static const char *const kinds[] = {"envi", "hdr", "mhd", "nhdr", "nrrd", "npy", "all"};
+    for (char *p = opts; (p = strstr(p, "sidecars=")) != NULL; p++) {
+        if (p != opts && p[-1] != ',')
+            continue;
+        char *c = p + strlen("sidecars=");
+        while ((c = strchr(c, ',')) != NULL) {
+            size_t l = strcspn(c + 1, ",");
+            bool kind = false;
+            for (size_t i = 0; i < sizeof kinds / sizeof *kinds && !kind; i++)
+                kind = strlen(kinds[i]) == l && strncmp(c + 1, kinds[i], l) == 0;
+            if (!kind)
+                break;
+            *c++ = ':';
+        }
+    }
+}
+
 int main(int argc, char *argv[])
 {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            join_sidecar_kinds(argv[++i]);
+        else if (strncmp(argv[i], "-o", 2) == 0)
+            join_sidecar_kinds(argv[i] + 2);
+    }
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
     zf_options o = {.retries = UINT_MAX};
     struct fuse_cmdline_opts cl = {0};
@@ -461,6 +496,13 @@ int main(int argc, char *argv[])
                                   .threads = o.threads, .readahead = o.readahead,
                                   .writable = o.rw,
                                   .write_empty_chunks = o.write_empty_chunks};
+    if (o.sidecars_all)
+        hopts.sidecars = ZF_SIDECAR_ALL;
+    if (o.sidecars && !zf_sidecars_parse(o.sidecars, &hopts.sidecars)) {
+        fprintf(stderr, "zarrfs: -o sidecars=%s: expected a list of envi, mhd, nhdr, npy\n",
+                o.sidecars);
+        goto out;
+    }
     if (hopts.cache_size == 0) {
         fprintf(stderr, "zarrfs: -o cache_size=%s: expected a size such as 512M\n", o.cache_size);
         goto out;
@@ -561,6 +603,7 @@ out:
     free(o.log_level);
     free(o.timeout);
     free(o.metadata_ttl);
+    free(o.sidecars);
     free(o.endpoint);
     free(o.region);
     free(o.profile);

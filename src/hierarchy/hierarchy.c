@@ -329,6 +329,7 @@ void zf_h_node_free(zf_node *n)
     zf_array_close(n->array);
     zf_hierarchy_names_free(n->listing, n->nlisting);
     zf_node_meta_free(&n->meta);
+    free(n->dhdr);
     pthread_mutex_destroy(&n->mu);
     free(n->path);
     free(n->prefix);
@@ -383,7 +384,27 @@ zf_node *zf_h_find_locked(zf_hierarchy *h, const char *path)
 
 /* ---------- public ---------- */
 
+static zf_status lookup_real(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err);
+
+/* A real node first; then, with -o sidecars, a file derived from an array (sidecar.c). A
+ * derived node is checked against its array each time (remade when the array changed). */
 zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err)
+{
+    if (!h->sidecars)
+        return lookup_real(h, path, out, err);
+    pthread_mutex_lock(&h->mu);
+    zf_node *known = zf_h_find_locked(h, path);
+    bool derived = known && known->derived;
+    pthread_mutex_unlock(&h->mu);
+    if (derived)
+        return zf_h_sidecar_lookup(h, path, out, err);
+    zf_status st = lookup_real(h, path, out, err);
+    if (st == ZF_ERR_NOT_FOUND)
+        st = zf_h_sidecar_lookup(h, path, out, err);
+    return st;
+}
+
+static zf_status lookup_real(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err)
 {
     double now = zf_h_mono_now();
     pthread_mutex_lock(&h->mu);
@@ -476,6 +497,8 @@ zf_node *zf_hierarchy_node(zf_hierarchy *h, uint64_t id)
     pthread_mutex_lock(&h->mu);
     zf_node *n = id >= 1 && id <= h->nnodes ? h->by_id[id - 1] : NULL;
     pthread_mutex_unlock(&h->mu);
+    if (n && n->derived)
+        zf_h_sidecar_refresh(h, n);
     return n;
 }
 
@@ -891,6 +914,21 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
         st = list_store(h, dir->prefix, v2_docs, names, n, &cap, err);
     if (st == ZF_OK && !dir->virtual_root)
         st = zf_h_list_pending(h, dir, names, n, &cap);
+    if (st == ZF_OK && h->sidecars) { /* each array's sidecars after the real children */
+        size_t nreal = *n;
+        for (size_t i = 0; i < nreal && st == ZF_OK; i++) {
+            char *cpath = zf_h_join(dir->path, (*names)[i]);
+            zf_node *c;
+            if (!cpath)
+                st = ZF_ERR_NOMEM;
+            else if (lookup_real(h, cpath, &c, NULL) == ZF_OK && !c->is_dir && !c->derived) {
+                char *nm = strdup((*names)[i]);
+                st = nm ? zf_h_sidecar_names(h, c, nm, names, n, &cap) : ZF_ERR_NOMEM;
+                free(nm);
+            }
+            free(cpath);
+        }
+    }
     if (st == ZF_ERR_UNSUPPORTED) { /* e.g. a web server without index pages */
         pthread_mutex_lock(&h->mu);
         bool warned = h->warned_unlistable;
@@ -946,7 +984,7 @@ zf_pool *zf_h_ensure_pool(zf_hierarchy *h)
 
 zf_status zf_hierarchy_array(zf_hierarchy *h, zf_node *node, zf_array **out, zf_err *err)
 {
-    if (node->is_dir)
+    if (node->is_dir || node->derived)
         return ZF_ERR_INVALID;
     if (node->pending)
         return zf_fail(err, ZF_ERR_INVALID, "%s: no array metadata yet", node->path);
@@ -1126,6 +1164,7 @@ zf_status zf_hierarchy_open(zf_store *store, const char *store_name,
     if (zf_store_is_remote(store) && h->threads < opts->io_threads)
         h->threads = opts->io_threads; /* workers mostly wait for the network */
     h->ttl = opts->metadata_ttl;
+    h->sidecars = opts->sidecars;
     h->readahead = opts->readahead;
     /* A remote store: twice as many chunks ahead as requests may be in flight, so that the
      * connections stay busy while the reader consumes what arrived (one band may be one chunk). */

@@ -16,6 +16,7 @@ struct zf_hierarchy {
     unsigned readahead; /* bands */
     unsigned readahead_chunks; /* chunks ahead at least (remote stores) */
     bool warned_unlistable;
+    unsigned sidecars;  /* ZF_SIDECAR_* bits */
     pthread_mutex_t mu;
     zf_node *buckets[NBUCKETS];
     zf_node **by_id; /* by_id[id - 1] */
@@ -63,6 +64,14 @@ uint64_t zf_h_array_nbytes(const zf_array_meta *m);
 /* Names of the pending (metadata-less) files in dir, added to a listing. */
 zf_status zf_h_list_pending(zf_hierarchy *h, zf_node *dir, char ***names, size_t *n,
                             size_t *cap);
+/* Sidecars (sidecar.c): the derived node at view path `path` when its name is an enabled
+ * sidecar of an array node (ZF_ERR_NOT_FOUND otherwise); the sidecar names of array `node`
+ * (its file name `name`) added to a listing. */
+zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err);
+/* Remake a derived node's header (and size) when its array's size changed. */
+void zf_h_sidecar_refresh(zf_hierarchy *h, zf_node *n);
+zf_status zf_h_sidecar_names(zf_hierarchy *h, const zf_node *node, const char *name,
+                             char ***names, size_t *n, size_t *cap);
 /* Free what zf_h_retire kept (hierarchy teardown). */
 void zf_h_free_retired(zf_hierarchy *h);
 

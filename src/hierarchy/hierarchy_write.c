@@ -96,6 +96,9 @@ static zf_status writable_array(zf_hierarchy *h, zf_node *node, zf_array **out, 
         return st;
     if (node->is_dir)
         return ZF_ERR_IS_DIR;
+    if (node->derived)
+        return zf_fail(err, ZF_ERR_PERMISSION, "%s: a read-only file derived from %s",
+                       node->path, node->base->path);
     if (node->pending)
         return zf_fail(err, ZF_ERR_INVALID, "%s: no array metadata yet (set user.zarr.metadata "
                        "first)", node->path);
@@ -426,6 +429,9 @@ zf_status zf_hierarchy_unlink(zf_hierarchy *h, zf_node *dir, const char *name, z
     zf_status st = zf_hierarchy_child(h, dir, name, &n, err);
     if (st != ZF_OK)
         return st;
+    if (n->derived)
+        return zf_fail(err, ZF_ERR_PERMISSION, "%s: a file derived from %s is not deleted",
+                       n->path, n->base->path);
     if (n->pending) { /* nothing stored */
         pthread_mutex_lock(&h->mu);
         bool taken = take_pending_locked(h, n);
@@ -538,7 +544,7 @@ zf_status zf_hierarchy_set_attributes(zf_hierarchy *h, zf_node *node, const char
     zf_status st = can_edit(h, err);
     if (st != ZF_OK)
         return st;
-    if (node->pending || node->virtual_root)
+    if (node->pending || node->virtual_root || node->derived)
         return zf_fail(err, ZF_ERR_PERMISSION, "%s: no metadata to give attributes to",
                        node->path[0] ? node->path : "/");
     yajl_val v;

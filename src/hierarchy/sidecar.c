@@ -1,0 +1,626 @@
+/* sidecar.c — derived files next to each array (-o sidecars, DESIGN.md "Where new parts go"):
+ * NAME.hdr (ENVI), NAME.mhd (MetaImage), NAME.nhdr (detached NRRD), headers that name the array
+ * file NAME as their raw data, and NAME.npy, an NPY header followed by the array's bytes (read
+ * through the array, shifted by the header). Everything is generated from the array's metadata:
+ * the flat encoding's data type (user.zarr.dtype) and shape, C order. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hierarchy_impl.h"
+#include "zarrfs/json.h"
+#include "zarrfs/log.h"
+
+/* Where the voxels are: per dimension (C order) spacing and origin, from OME-Zarr multiscales
+ * (1 and 0 otherwise), and axis labels (dimension_names, or xarray's _ARRAY_DIMENSIONS). */
+typedef struct geom {
+    double spacing[ZF_MAX_DIMS], origin[ZF_MAX_DIMS];
+    char *labels[ZF_MAX_DIMS]; /* NULL when unknown */
+    bool has_labels;
+} geom;
+
+static void geom_free(geom *g)
+{
+    for (size_t i = 0; i < ZF_MAX_DIMS; i++)
+        free(g->labels[i]);
+}
+
+/* Apply a list of coordinateTransformations (scale, translation) of n dimensions to g. */
+static void apply_transforms(yajl_val list, unsigned n, geom *g)
+{
+    if (!YAJL_IS_ARRAY(list))
+        return;
+    for (size_t i = 0; i < list->u.array.len; i++) {
+        yajl_val t = list->u.array.values[i], type = zf_json_get(t, "type");
+        if (!YAJL_IS_STRING(type))
+            continue;
+        bool scale = strcmp(type->u.string, "scale") == 0;
+        bool trans = strcmp(type->u.string, "translation") == 0;
+        yajl_val v = zf_json_get(t, scale ? "scale" : "translation");
+        if ((!scale && !trans) || !YAJL_IS_ARRAY(v) || v->u.array.len != n)
+            continue;
+        for (unsigned d = 0; d < n; d++) {
+            yajl_val x = v->u.array.values[d];
+            if (!YAJL_IS_NUMBER(x))
+                continue;
+            double f = YAJL_GET_DOUBLE(x);
+            if (scale) { /* scale after an earlier translation scales it too */
+                g->spacing[d] *= f;
+                g->origin[d] *= f;
+            } else {
+                g->origin[d] += f;
+            }
+        }
+    }
+}
+
+/* The geometry of array node base: OME-Zarr multiscales of its parent group (attributes
+ * "multiscales", or "ome": {"multiscales"} in NGFF 0.5) naming it as one of the datasets. */
+static void find_geom(zf_hierarchy *h, const zf_node *base, geom *g)
+{
+    const zf_array_meta *a = &base->meta.array;
+    memset(g, 0, sizeof *g);
+    for (unsigned d = 0; d < a->ndim; d++)
+        g->spacing[d] = 1;
+    /* labels */
+    yajl_val doc = NULL, names = NULL;
+    if (a->dimension_names_json &&
+        zf_json_parse("dimension_names", a->dimension_names_json,
+                      strlen(a->dimension_names_json), &doc, NULL) == ZF_OK)
+        names = doc;
+    yajl_val adoc = NULL;
+    if (!YAJL_IS_ARRAY(names) && base->meta.attributes_json &&
+        zf_json_parse("attributes", base->meta.attributes_json,
+                      strlen(base->meta.attributes_json), &adoc, NULL) == ZF_OK)
+        names = zf_json_get(adoc, "_ARRAY_DIMENSIONS");
+    if (YAJL_IS_ARRAY(names) && names->u.array.len == a->ndim) {
+        g->has_labels = true;
+        for (unsigned d = 0; d < a->ndim; d++) {
+            yajl_val x = names->u.array.values[d];
+            g->labels[d] = YAJL_IS_STRING(x) && !strpbrk(x->u.string, "\"\n\\")
+                               ? strdup(x->u.string) : NULL;
+        }
+    }
+    if (doc)
+        yajl_tree_free(doc);
+    if (adoc)
+        yajl_tree_free(adoc);
+    /* OME-Zarr spacing */
+    const char *slash = strrchr(base->path, '/');
+    char *parent = slash ? strndup(base->path, (size_t)(slash - base->path)) : strdup("");
+    const char *name = slash ? slash + 1 : base->path;
+    zf_node *p;
+    if (!parent || h->root_array_name || zf_hierarchy_lookup(h, parent, &p, NULL) != ZF_OK ||
+        !p->is_dir || !p->meta.attributes_json ||
+        zf_json_parse("attributes", p->meta.attributes_json, strlen(p->meta.attributes_json),
+                      &doc, NULL) != ZF_OK) {
+        free(parent);
+        return;
+    }
+    free(parent);
+    yajl_val ms = zf_json_get(doc, "multiscales");
+    if (!YAJL_IS_ARRAY(ms))
+        ms = zf_json_get(zf_json_get(doc, "ome"), "multiscales");
+    for (size_t i = 0; YAJL_IS_ARRAY(ms) && i < ms->u.array.len; i++) {
+        yajl_val m = ms->u.array.values[i], ds = zf_json_get(m, "datasets");
+        for (size_t j = 0; YAJL_IS_ARRAY(ds) && j < ds->u.array.len; j++) {
+            yajl_val path = zf_json_get(ds->u.array.values[j], "path");
+            if (!YAJL_IS_STRING(path) || strcmp(path->u.string, name) != 0)
+                continue;
+            apply_transforms(zf_json_get(ds->u.array.values[j], "coordinateTransformations"),
+                             a->ndim, g);
+            apply_transforms(zf_json_get(m, "coordinateTransformations"), a->ndim, g);
+            yajl_tree_free(doc);
+            return;
+        }
+    }
+    yajl_tree_free(doc);
+}
+
+typedef struct kind_info {
+    unsigned bit;
+    const char *suffix;
+} kind_info;
+
+static const kind_info KINDS[] = {
+    {ZF_SIDECAR_ENVI, ".hdr"}, {ZF_SIDECAR_MHD, ".mhd"},
+    {ZF_SIDECAR_NHDR, ".nhdr"}, {ZF_SIDECAR_NPY, ".npy"},
+};
+#define NKINDS (sizeof KINDS / sizeof KINDS[0])
+
+bool zf_sidecars_parse(const char *list, unsigned *bits)
+{
+    *bits = 0;
+    const char *p = list;
+    while (*p) {
+        size_t l = strcspn(p, ",:+");
+        if (l == 3 && strncmp(p, "all", 3) == 0)
+            *bits |= ZF_SIDECAR_ALL;
+        else if ((l == 4 && strncmp(p, "envi", 4) == 0) || (l == 3 && strncmp(p, "hdr", 3) == 0))
+            *bits |= ZF_SIDECAR_ENVI;
+        else if (l == 3 && strncmp(p, "mhd", 3) == 0)
+            *bits |= ZF_SIDECAR_MHD;
+        else if ((l == 4 && strncmp(p, "nhdr", 4) == 0) || (l == 4 && strncmp(p, "nrrd", 4) == 0))
+            *bits |= ZF_SIDECAR_NHDR;
+        else if (l == 3 && strncmp(p, "npy", 3) == 0)
+            *bits |= ZF_SIDECAR_NPY;
+        else if (l != 0)
+            return false;
+        p += l;
+        if (*p)
+            p++;
+    }
+    return *bits != 0;
+}
+
+/* A growing string. */
+typedef struct sbuf {
+    char *s;
+    size_t len, cap;
+    bool oom;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = (b->len + (size_t)(n < 0 ? 0 : n) + 1) * 2;
+        char *s = n < 0 ? NULL : realloc(b->s, cap);
+        if (!s) {
+            b->oom = true;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+/* A plain NumPy typestr "<f8" of the flat encoding: byte order ('<', '>', '|'), kind, size.
+ * False for structured and other data types. */
+static bool plain_type(const zf_array_meta *a, char *order, char *kind, unsigned *size)
+{
+    const char *t = a->dtype_typestr;
+    if (!t || strlen(t) < 3 || !strchr("<>|=", t[0]))
+        return false;
+    char *end;
+    unsigned long sz = strtoul(t + 2, &end, 10);
+    if (*end || sz == 0)
+        return false;
+    *order = t[0];
+    *kind = t[1];
+    *size = (unsigned)sz;
+    if (*kind == 'b' && sz == 1)
+        *kind = 'u'; /* bool: bytes 0 and 1 */
+    return true;
+}
+
+static bool is_big(char order) { return order == '>'; }
+
+/* ENVI "data type" code; 0 when ENVI has none. */
+static int envi_code(char kind, unsigned size)
+{
+    if (kind == 'u')
+        return size == 1 ? 1 : size == 2 ? 12 : size == 4 ? 13 : size == 8 ? 15 : 0;
+    if (kind == 'i')
+        return size == 2 ? 2 : size == 4 ? 3 : size == 8 ? 14 : 0;
+    if (kind == 'f')
+        return size == 4 ? 4 : size == 8 ? 5 : 0;
+    if (kind == 'c')
+        return size == 8 ? 6 : size == 16 ? 9 : 0;
+    return 0;
+}
+
+static const char *mhd_type(char kind, unsigned size)
+{
+    if (kind == 'u')
+        return size == 1 ? "MET_UCHAR" : size == 2 ? "MET_USHORT" : size == 4 ? "MET_UINT"
+               : size == 8 ? "MET_ULONG_LONG" : NULL;
+    if (kind == 'i')
+        return size == 1 ? "MET_CHAR" : size == 2 ? "MET_SHORT" : size == 4 ? "MET_INT"
+               : size == 8 ? "MET_LONG_LONG" : NULL;
+    if (kind == 'f')
+        return size == 4 ? "MET_FLOAT" : size == 8 ? "MET_DOUBLE" : NULL;
+    return NULL;
+}
+
+static const char *nrrd_type(char kind, unsigned size)
+{
+    if (kind == 'u')
+        return size == 1 ? "uint8" : size == 2 ? "uint16" : size == 4 ? "uint32"
+               : size == 8 ? "uint64" : NULL;
+    if (kind == 'i')
+        return size == 1 ? "int8" : size == 2 ? "int16" : size == 4 ? "int32"
+               : size == 8 ? "int64" : NULL;
+    if (kind == 'f')
+        return size == 4 ? "float" : size == 8 ? "double" : NULL;
+    return NULL;
+}
+
+/* The NumPy descr of the data type as a Python literal: a typestr, or a structured descr
+ * (stored as JSON lists) with each field and each shape a tuple. */
+static void npy_descr(sbuf *b, const char *t)
+{
+    if (t[0] != '[') {
+        sb_printf(b, "'%s'", t);
+        return;
+    }
+    char stack[16]; /* what each open bracket became: '[' a list, '(' a tuple */
+    int depth = 0;
+    bool in_str = false;
+    for (const char *p = t; *p; p++) {
+        char c = *p;
+        if (in_str) {
+            sb_printf(b, "%c", c);
+            if (c == '\\' && p[1])
+                sb_printf(b, "%c", *++p);
+            else if (c == '"')
+                in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+            sb_printf(b, "%c", c);
+        } else if (c == '[') {
+            char o = depth == 0 ? '[' : '('; /* the field list; a field or a shape */
+            if (depth < (int)sizeof stack)
+                stack[depth] = o;
+            depth++;
+            sb_printf(b, "%c", o);
+        } else if (c == ']') {
+            depth--;
+            char o = depth >= 0 && depth < (int)sizeof stack ? stack[depth] : '[';
+            if (o == '[')
+                sb_printf(b, "]");
+            else
+                sb_printf(b, "%s", b->len && b->s[b->len - 1] == '(' ? ")" : ",)");
+        } else {
+            sb_printf(b, "%c", c);
+        }
+    }
+}
+
+static zf_status make_npy(const zf_array_meta *a, sbuf *b, const char **why)
+{
+    if (!a->dtype_typestr || a->variable_length) {
+        *why = "variable-length data type";
+        return ZF_ERR_NOT_FOUND;
+    }
+    if (a->dtype_typestr[0] == '[') {
+        /* nested structured dtypes (a field list inside a field) are not described */
+        const char *p = strstr(a->dtype_typestr, "[[");
+        if (p && p != a->dtype_typestr) {
+            *why = "nested structured data type";
+            return ZF_ERR_NOT_FOUND;
+        }
+    }
+    sbuf d = {0};
+    sb_printf(&d, "{'descr': ");
+    npy_descr(&d, a->dtype_typestr);
+    sb_printf(&d, ", 'fortran_order': False, 'shape': (");
+    for (unsigned i = 0; i < a->ndim; i++)
+        sb_printf(&d, "%llu,%s", (unsigned long long)a->shape[i], i + 1 < a->ndim ? " " : "");
+    sb_printf(&d, "), }");
+    if (d.oom) {
+        free(d.s);
+        return ZF_ERR_NOMEM;
+    }
+    /* magic, version, header length, dict, spaces, '\n': a multiple of 64 bytes */
+    bool v2 = d.len + 1 + 10 + 64 > 65535;
+    size_t pre = v2 ? 12 : 10, total = (pre + d.len + 1 + 63) / 64 * 64;
+    size_t hlen = total - pre;
+    sb_printf(b, "%s", "\x93NUMPY");
+    if (!b->oom && b->len + total + 1 > b->cap) {
+        char *s = realloc(b->s, b->len + total + 1);
+        if (!s) {
+            free(d.s);
+            return ZF_ERR_NOMEM;
+        }
+        b->s = s;
+        b->cap = b->len + total + 1;
+    }
+    if (b->oom) {
+        free(d.s);
+        return ZF_ERR_NOMEM;
+    }
+    unsigned char *o = (unsigned char *)b->s + b->len;
+    *o++ = v2 ? 2 : 1;
+    *o++ = 0;
+    *o++ = (unsigned char)(hlen & 0xff);
+    *o++ = (unsigned char)((hlen >> 8) & 0xff);
+    if (v2) {
+        *o++ = (unsigned char)((hlen >> 16) & 0xff);
+        *o++ = (unsigned char)((hlen >> 24) & 0xff);
+    }
+    memcpy(o, d.s, d.len);
+    memset(o + d.len, ' ', hlen - d.len - 1);
+    o[hlen - 1] = '\n';
+    b->len = total;
+    b->s[b->len] = '\0';
+    free(d.s);
+    return ZF_OK;
+}
+
+static zf_status make_header(unsigned bit, const char *name, const zf_array_meta *a,
+                             const geom *g, sbuf *b, const char **why)
+{
+    if (bit == ZF_SIDECAR_NPY)
+        return make_npy(a, b, why);
+    char order, kind;
+    unsigned size;
+    if (!plain_type(a, &order, &kind, &size)) {
+        *why = "structured or variable-length data type";
+        return ZF_ERR_NOT_FOUND;
+    }
+    unsigned n = a->ndim;
+    const uint64_t *s = a->shape;
+    if (bit == ZF_SIDECAR_ENVI) {
+        int code = envi_code(kind, size);
+        if (!code) {
+            *why = "a data type ENVI does not have";
+            return ZF_ERR_NOT_FOUND;
+        }
+        if (n != 2 && n != 3) {
+            *why = "not 2-D or 3-D";
+            return ZF_ERR_NOT_FOUND;
+        }
+        sb_printf(b, "ENVI\ndescription = {zarrfs: %s}\nsamples = %llu\nlines = %llu\n"
+                     "bands = %llu\nheader offset = 0\nfile type = ENVI Standard\n"
+                     "data type = %d\ninterleave = bsq\nbyte order = %d\n",
+                  name, (unsigned long long)s[n - 1], (unsigned long long)s[n - 2],
+                  (unsigned long long)(n == 3 ? s[0] : 1), code, is_big(order) ? 1 : 0);
+        return b->oom ? ZF_ERR_NOMEM : ZF_OK;
+    }
+    if (n == 0) {
+        *why = "0-d array";
+        return ZF_ERR_NOT_FOUND;
+    }
+    if (bit == ZF_SIDECAR_MHD) {
+        const char *t = mhd_type(kind, size);
+        if (!t) {
+            *why = "a data type MetaImage does not have";
+            return ZF_ERR_NOT_FOUND;
+        }
+        sb_printf(b, "ObjectType = Image\nNDims = %u\nBinaryData = True\n"
+                     "BinaryDataByteOrderMSB = %s\nElementByteOrderMSB = %s\nDimSize =",
+                  n, is_big(order) ? "True" : "False", is_big(order) ? "True" : "False");
+        for (unsigned i = n; i-- > 0;)
+            sb_printf(b, " %llu", (unsigned long long)s[i]);
+        sb_printf(b, "\nElementSpacing =");
+        for (unsigned i = n; i-- > 0;)
+            sb_printf(b, " %.17g", g ? g->spacing[i] : 1.0);
+        sb_printf(b, "\nOffset =");
+        for (unsigned i = n; i-- > 0;)
+            sb_printf(b, " %.17g", g ? g->origin[i] : 0.0);
+        sb_printf(b, "\nElementType = %s\nHeaderSize = 0\nElementDataFile = %s\n", t, name);
+        return b->oom ? ZF_ERR_NOMEM : ZF_OK;
+    }
+    /* NRRD */
+    const char *t = nrrd_type(kind, size);
+    if (!t) {
+        *why = "a data type NRRD does not have";
+        return ZF_ERR_NOT_FOUND;
+    }
+    sb_printf(b, "NRRD0004\n# generated by zarrfs\ntype: %s\ndimension: %u\nsizes:", t, n);
+    for (unsigned i = n; i-- > 0;)
+        sb_printf(b, " %llu", (unsigned long long)s[i]);
+    sb_printf(b, "\nkinds:");
+    for (unsigned i = 0; i < n; i++)
+        sb_printf(b, " domain");
+    sb_printf(b, "\nspacings:");
+    for (unsigned i = n; i-- > 0;)
+        sb_printf(b, " %.17g", g ? g->spacing[i] : 1.0);
+    sb_printf(b, "\naxis mins:");
+    for (unsigned i = n; i-- > 0;)
+        sb_printf(b, " %.17g", g ? g->origin[i] : 0.0);
+    sb_printf(b, "\n");
+    if (g && g->has_labels) {
+        sb_printf(b, "labels:");
+        for (unsigned i = n; i-- > 0;)
+            sb_printf(b, " \"%s\"", g->labels[i] ? g->labels[i] : "");
+        sb_printf(b, "\n");
+    }
+    if (size > 1)
+        sb_printf(b, "endian: %s\n", is_big(order) ? "big" : "little");
+    sb_printf(b, "encoding: raw\ndata file: %s\n", name);
+    return b->oom ? ZF_ERR_NOMEM : ZF_OK;
+}
+
+static const kind_info *kind_of(unsigned enabled, const char *name, size_t *base_len)
+{
+    size_t l = strlen(name);
+    for (size_t i = 0; i < NKINDS; i++) {
+        size_t sl = strlen(KINDS[i].suffix);
+        if ((enabled & KINDS[i].bit) && l > sl && strcmp(name + l - sl, KINDS[i].suffix) == 0) {
+            *base_len = l - sl;
+            return &KINDS[i];
+        }
+    }
+    return NULL;
+}
+
+/* The array's file is readable with a known size (else nothing is derived from it). */
+static bool servable(const zf_node *n)
+{
+    return n && !n->is_dir && !n->pending && !n->derived && n->meta.unsupported == ZF_OK &&
+           !n->meta.array.variable_length;
+}
+
+zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err)
+{
+    size_t bl;
+    const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+    const kind_info *k = h->sidecars ? kind_of(h->sidecars, name, &bl) : NULL;
+    if (!k)
+        return ZF_ERR_NOT_FOUND;
+    size_t dl = (size_t)(name - path);
+    char *bpath = strndup(path, dl + bl);
+    if (!bpath)
+        return ZF_ERR_NOMEM;
+    zf_node *base;
+    zf_status st = zf_hierarchy_lookup(h, bpath, &base, err);
+    if (st != ZF_OK || !servable(base)) {
+        if (st == ZF_OK)
+            zf_log_debug("%s: no sidecar: %s is not a readable array", path, bpath);
+        free(bpath);
+        return st == ZF_OK || st == ZF_ERR_NOT_FOUND ? ZF_ERR_NOT_FOUND : st;
+    }
+    /* A derived node already made for this base array (same path and same base node). */
+    pthread_mutex_lock(&h->mu);
+    zf_node *old = zf_h_find_locked(h, path);
+    if (old && old->derived && old->base == base && old->dbase_size == base->size) {
+        pthread_mutex_unlock(&h->mu);
+        free(bpath);
+        *out = old;
+        return ZF_OK;
+    }
+    pthread_mutex_unlock(&h->mu);
+    sbuf b = {0};
+    const char *why = NULL;
+    geom g;
+    find_geom(h, base, &g);
+    st = make_header(k->bit, bpath + dl, &base->meta.array, &g, &b, &why);
+    geom_free(&g);
+    free(bpath);
+    if (st != ZF_OK) {
+        free(b.s);
+        if (st == ZF_ERR_NOT_FOUND)
+            zf_log_debug("%s: no sidecar: %s", path, why ? why : "not describable");
+        return st;
+    }
+    zf_node *n = zf_h_node_new(path, base->prefix);
+    if (!n) {
+        free(b.s);
+        return ZF_ERR_NOMEM;
+    }
+    n->derived = true;
+    n->base = base;
+    n->dhdr = b.s;
+    n->dhdr_len = b.len;
+    n->dappend_data = k->bit == ZF_SIDECAR_NPY;
+    n->dbase_size = base->size;
+    n->dkind = k->bit;
+    n->size = b.len + (n->dappend_data ? base->size : 0);
+    n->mtime = base->mtime;
+    n->meta.format = base->meta.format;
+    n->meta.kind = ZF_NODE_ARRAY;
+    n->meta.unsupported = ZF_ERR_UNSUPPORTED; /* no array of its own */
+    n->loaded = zf_h_mono_now();
+    pthread_mutex_lock(&h->mu);
+    if (old)
+        zf_h_unlink_locked(h, old); /* made for an older version of the array */
+    zf_node *in = zf_h_insert_locked(h, n);
+    pthread_mutex_unlock(&h->mu);
+    if (in != n)
+        zf_h_node_free(n);
+    if (!in)
+        return ZF_ERR_NOMEM;
+    *out = in;
+    return ZF_OK;
+}
+
+void zf_h_sidecar_refresh(zf_hierarchy *h, zf_node *n)
+{
+    zf_node *base = n->base;
+    pthread_mutex_lock(&n->mu);
+    bool changed = n->dbase_size != base->size;
+    pthread_mutex_unlock(&n->mu);
+    if (!changed)
+        return;
+    geom g;
+    find_geom(h, base, &g); /* (looks nodes up: not under the node's lock) */
+    pthread_mutex_lock(&n->mu);
+    if (n->dbase_size != base->size) {
+        const char *slash = strrchr(base->path, '/');
+        sbuf b = {0};
+        const char *why = NULL;
+        zf_status st = make_header(n->dkind, slash ? slash + 1 : base->path, &base->meta.array,
+                                   &g, &b, &why);
+        if (st == ZF_OK) {
+            free(n->dhdr);
+            n->dhdr = b.s;
+            n->dhdr_len = b.len;
+            n->dbase_size = base->size;
+            n->size = b.len + (n->dappend_data ? base->size : 0);
+            n->mtime = base->mtime;
+        } else {
+            free(b.s);
+            zf_log_debug("%s: not remade after its array changed: %s", n->path,
+                         why ? why : zf_status_str(st));
+        }
+    }
+    pthread_mutex_unlock(&n->mu);
+    geom_free(&g);
+}
+
+zf_status zf_h_sidecar_names(zf_hierarchy *h, const zf_node *node, const char *name,
+                             char ***names, size_t *n, size_t *cap)
+{
+    if (!servable(node))
+        return ZF_OK;
+    for (size_t i = 0; i < NKINDS; i++) {
+        if (!(h->sidecars & KINDS[i].bit))
+            continue;
+        sbuf b = {0};
+        const char *why = NULL;
+        zf_status st = make_header(KINDS[i].bit, name, &node->meta.array, NULL, &b, &why);
+        free(b.s);
+        if (st == ZF_ERR_NOT_FOUND)
+            continue;
+        if (st != ZF_OK)
+            return st;
+        char *full;
+        if (asprintf(&full, "%s%s", name, KINDS[i].suffix) < 0)
+            return ZF_ERR_NOMEM;
+        st = zf_h_push_name(names, n, cap, full, strlen(full));
+        free(full);
+        if (st != ZF_OK)
+            return st;
+    }
+    return ZF_OK;
+}
+
+zf_status zf_hierarchy_read_derived(zf_hierarchy *h, zf_node *node, uint64_t off, void *buf,
+                                    size_t len, size_t *got, zf_err *err)
+{
+    *got = 0;
+    if (!node->derived)
+        return ZF_ERR_INVALID;
+    zf_h_sidecar_refresh(h, node);
+    pthread_mutex_lock(&node->mu); /* a refresh may replace the header */
+    uint64_t size = node->size, hlen = node->dhdr_len;
+    if (off >= size || len == 0) {
+        pthread_mutex_unlock(&node->mu);
+        return ZF_OK;
+    }
+    if (len > size - off)
+        len = (size_t)(size - off);
+    size_t done = 0;
+    if (off < hlen) {
+        size_t k = hlen - off < len ? (size_t)(hlen - off) : len;
+        memcpy(buf, node->dhdr + off, k);
+        done = k;
+    }
+    pthread_mutex_unlock(&node->mu);
+    if (done < len && node->dappend_data) {
+        zf_array *a;
+        zf_status st = zf_hierarchy_array(h, node->base, &a, err);
+        if (st != ZF_OK)
+            return st;
+        size_t nread = 0;
+        st = zf_array_read(a, off + done - hlen, (char *)buf + done, len - done, &nread, err);
+        if (st != ZF_OK)
+            return st;
+        done += nread;
+    }
+    *got = done;
+    return ZF_OK;
+}

@@ -1,0 +1,347 @@
+#!/usr/bin/python3
+"""Sidecar headers and .npy views (issue 14, `-o sidecars`).
+
+For each array file NAME: NAME.npy (an NPY header followed by the array's bytes), NAME.hdr
+(ENVI), NAME.mhd (MetaImage), NAME.nhdr (detached NRRD), each only for arrays its format can
+describe, read-only, with a real node of the same name winning. Checked with the real readers:
+numpy.load(mmap_mode="r"), GDAL's ENVI driver (python3-gdal), VTK's vtkMetaImageReader and
+vtkNrrdReader (python3-vtk9, skipped when missing). Expected values come from zarr-python 2.13.
+Without the option no extra name appears.
+"""
+
+import errno
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zfmount  # noqa: E402
+
+import numpy as np  # noqa: E402
+import zarr  # noqa: E402
+
+try:
+    from osgeo import gdal
+    gdal.UseExceptions()
+except ImportError:  # pragma: no cover
+    gdal = None
+try:
+    import vtk
+    from vtk.util import numpy_support
+    # python3-vtk9 registers vtkPNrrdReader (MPI) as an override of vtkNrrdReader: use the
+    # plain reader
+    vtk.vtkObjectFactory.SetAllEnableFlags(0, "vtkNrrdReader")
+except ImportError:  # pragma: no cover
+    vtk = None
+
+WORK = None
+STRUCT = np.dtype([("a", "<i4"), ("b", ">f8"), ("c", "S3"), ("d", "<u2", (2,))])
+
+ARRAYS = {
+    # name: (data, chunks)
+    "f8_2d": (np.arange(13 * 7, dtype="<f8").reshape(13, 7) / 4, (5, 3)),
+    "i2_be_3d": ((np.arange(4 * 6 * 5, dtype="<i2") * 37 - 400).astype(">i2").reshape(4, 6, 5),
+                 (3, 4, 2)),
+    "u1_2d": (np.arange(9 * 11, dtype="u1").reshape(9, 11), (4, 4)),
+    "f4_be_2d": ((np.arange(10 * 3, dtype="<f4") - 5.5).astype(">f4").reshape(10, 3), (3, 3)),
+    "f4_be_3d": ((np.arange(3 * 12 * 10, dtype="<f4") / 8 - 20).astype(">f4").reshape(3, 12, 10),
+                 (2, 5, 4)),
+    "u2_3d": (np.arange(3 * 5 * 4, dtype="<u2").reshape(3, 5, 4) * 1000, (2, 2, 2)),
+    "i8_1d": (np.arange(100, dtype="<i8") - 50, (7,)),
+    "c16_2d": ((np.arange(6 * 4) + 1j * np.arange(6 * 4)).astype("<c16").reshape(6, 4), (4, 4)),
+    "bool_2d": (np.arange(5 * 5).reshape(5, 5) % 3 == 0, (2, 2)),
+    "struct_1d": (np.array([(i, i / 3, b"x%d" % i, (i, 2 * i)) for i in range(17)],
+                           dtype=STRUCT), (5,)),
+    "i4_0d": (np.array(42, dtype="<i4"), ()),
+    "big": (np.arange(300 * 400, dtype="<u2").reshape(300, 400), (64, 64)),
+}
+
+
+def build(root):
+    g = zarr.open_group(os.path.join(root, "store.zarr"), mode="w")
+    for name, (data, chunks) in ARRAYS.items():
+        a = g.create_dataset(name, shape=data.shape, chunks=chunks or True, dtype=data.dtype,
+                             fill_value=None)
+        a[...] = data
+    # a real array whose name is a sidecar's name: it wins over f8_2d's .npy view
+    r = g.create_dataset("f8_2d.npy", shape=(3,), chunks=(2,), dtype="<i4")
+    r[...] = [7, 8, 9]
+    # an OME-Zarr image (NGFF 0.4 multiscales): each level gets its own spacing
+    ome = g.create_group("ome")
+    for lvl, shp in (("0", (4, 20, 30)), ("1", (2, 10, 15))):
+        o = ome.create_dataset(lvl, shape=shp, chunks=(2, 8, 8), dtype="<u2")
+        o[...] = np.arange(np.prod(shp), dtype="<u2").reshape(shp)
+    ome.attrs["multiscales"] = [{
+        "version": "0.4",
+        "axes": [{"name": "z", "type": "space"}, {"name": "y", "type": "space"},
+                 {"name": "x", "type": "space"}],
+        "datasets": [
+            {"path": "0", "coordinateTransformations": [
+                {"type": "scale", "scale": [2.0, 0.5, 0.25]}]},
+            {"path": "1", "coordinateTransformations": [
+                {"type": "scale", "scale": [4.0, 1.0, 0.5]},
+                {"type": "translation", "translation": [1.0, 0.25, 0.125]}]}],
+        "coordinateTransformations": [{"type": "scale", "scale": [1.0, 1.0, 2.0]}],
+    }]
+    # xarray's dimension names
+    xa = g.create_dataset("xr", shape=(11, 12), chunks=(5, 5), dtype="<f4")
+    xa[...] = np.arange(132).reshape(11, 12)
+    xa.attrs["_ARRAY_DIMENSIONS"] = ["lat", "lon"]
+    sub = g.create_group("sub")
+    s = sub.create_dataset("inner", shape=(4, 4), chunks=(2, 2), dtype="<i4")
+    s[...] = np.arange(16).reshape(4, 4)
+    return os.path.join(root, "store.zarr")
+
+
+def expected(name):
+    return zarr.open_group(os.path.join(WORK, "store.zarr"), mode="r")[name][...]
+
+
+class Sidecars(zfmount.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.store = os.path.join(WORK, "store.zarr")
+        cls.m = zfmount.Mount(cls.store, options=["sidecars"])
+        cls.m.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.m.stop()
+
+    def test_listing(self):
+        names = set(os.listdir(self.m.mnt))
+        for n in ARRAYS:
+            self.assertIn(n, names)
+            self.assertIn(n + ".npy", names)
+        self.assertIn("f8_2d.hdr", names)
+        self.assertIn("f8_2d.mhd", names)
+        self.assertIn("f8_2d.nhdr", names)
+        self.assertIn("i2_be_3d.hdr", names)
+        # ENVI: 2-D and 3-D only, no int8/bool-less gaps checked here; structured: npy only
+        self.assertNotIn("i8_1d.hdr", names)
+        self.assertNotIn("struct_1d.hdr", names)
+        self.assertNotIn("struct_1d.mhd", names)
+        self.assertNotIn("struct_1d.nhdr", names)
+        self.assertNotIn("c16_2d.mhd", names)
+        self.assertNotIn("i4_0d.mhd", names)
+        self.assertNotIn("sub.npy", names)
+        self.assertIn("inner.npy", os.listdir(self.m.path("sub")))
+        for absent in ("i8_1d.hdr", "struct_1d.mhd", "sub.npy", "nosuch.npy"):
+            self.assertErrno(errno.ENOENT, os.stat, self.m.path(absent))
+
+    def test_npy(self):
+        for name in ARRAYS:
+            if name == "f8_2d":  # its .npy name belongs to a real array (test_real_node_wins)
+                continue
+            want = expected(name)
+            got = np.load(self.m.path(name + ".npy"), mmap_mode="r")
+            self.assertEqual(got.dtype, want.dtype, name)
+            self.assertEqual(got.shape, want.shape, name)
+            self.assertTrue(np.array_equal(np.asarray(got), want), name)
+            plain = np.load(self.m.path(name + ".npy"))
+            self.assertTrue(np.array_equal(plain, want), name)
+            st = os.stat(self.m.path(name + ".npy"))
+            self.assertEqual(st.st_size - os.stat(self.m.path(name)).st_size,
+                             got.offset, name)
+            self.assertEqual(got.offset % 64, 0, name)
+        inner = np.load(self.m.path("sub", "inner.npy"), mmap_mode="r")
+        self.assertTrue(np.array_equal(inner, np.arange(16).reshape(4, 4)))
+
+    def test_npy_partial_reads(self):
+        path = self.m.path("big.npy")
+        with open(path, "rb") as f:
+            data = f.read()
+        hdr = len(data) - ARRAYS["big"][0].nbytes
+        self.assertBytesEqual(data[hdr:], ARRAYS["big"][0].tobytes(), "big.npy")
+        with open(path, "rb") as f:
+            for off in (0, hdr - 3, hdr, hdr + 12345, len(data) - 5):
+                f.seek(off)
+                self.assertBytesEqual(f.read(100), data[off:off + 100], "at %d" % off)
+
+    def test_ome_spacing(self):
+        def fields(path):
+            with open(path) as f:
+                return dict(line.split(" = ", 1) for line in f.read().splitlines())
+        m0 = fields(self.m.path("ome", "0.mhd"))
+        self.assertEqual(m0["DimSize"], "30 20 4")
+        self.assertEqual(m0["ElementSpacing"], "0.5 0.5 2")
+        self.assertEqual(m0["Offset"], "0 0 0")
+        m1 = fields(self.m.path("ome", "1.mhd"))
+        self.assertEqual(m1["ElementSpacing"], "1 1 4")
+        self.assertEqual(m1["Offset"], "0.25 0.25 1")
+        with open(self.m.path("ome", "1.nhdr")) as f:
+            nh = f.read()
+        self.assertIn("spacings: 1 1 4\n", nh)
+        self.assertIn("axis mins: 0.25 0.25 1\n", nh)
+        if vtk is not None:
+            for lvl, sp, org in (("0", (0.5, 0.5, 2.0), (0, 0, 0)),
+                                 ("1", (1.0, 1.0, 4.0), (0.25, 0.25, 1.0))):
+                r = vtk.vtkMetaImageReader()
+                r.SetFileName(self.m.path("ome", lvl + ".mhd"))
+                r.Update()
+                self.assertEqual(r.GetOutput().GetSpacing(), sp)
+                self.assertEqual(r.GetOutput().GetOrigin(), org)
+                r = vtk.vtkNrrdReader()
+                r.SetFileName(self.m.path("ome", lvl + ".nhdr"))
+                r.Update()
+                self.assertEqual(r.GetOutput().GetSpacing(), sp)
+                want = expected("ome/" + lvl)
+                got = numpy_support.vtk_to_numpy(r.GetOutput().GetPointData().GetScalars())
+                self.assertTrue(np.array_equal(got.reshape(want.shape), want))
+        # not a level of an image: spacing 1
+        self.assertEqual(fields(self.m.path("u2_3d.mhd"))["ElementSpacing"], "1 1 1")
+
+    def test_nrrd_labels(self):
+        with open(self.m.path("xr.nhdr")) as f:
+            self.assertIn('labels: "lon" "lat"\n', f.read())
+        with open(self.m.path("u2_3d.nhdr")) as f:
+            self.assertNotIn("labels:", f.read())
+
+    def test_real_node_wins(self):
+        with open(self.m.path("f8_2d.npy"), "rb") as f:
+            got = f.read()
+        self.assertBytesEqual(got, np.array([7, 8, 9], "<i4").tobytes(), "f8_2d.npy")
+        self.assertEqual(os.getxattr(self.m.path("f8_2d.npy"), "user.zarr.dtype"), b"<i4")
+
+    def test_read_only(self):
+        for n in ("f8_2d.hdr", "u2_3d.npy", "f8_2d.mhd"):
+            self.assertErrno((errno.EROFS, errno.EACCES), os.open, self.m.path(n), os.O_RDWR)
+            self.assertEqual(os.stat(self.m.path(n)).st_mode & 0o222, 0)
+
+    @unittest.skipIf(gdal is None, "python3-gdal missing")
+    def test_gdal_envi(self):
+        types = {"f8_2d": gdal.GDT_Float64, "i2_be_3d": gdal.GDT_Int16, "u1_2d": gdal.GDT_Byte,
+                 "f4_be_2d": gdal.GDT_Float32, "u2_3d": gdal.GDT_UInt16,
+                 "big": gdal.GDT_UInt16, "c16_2d": gdal.GDT_CFloat64,
+                 "f4_be_3d": gdal.GDT_Float32}
+        for name, gtype in types.items():
+            want = expected(name)
+            ds = gdal.Open(self.m.path(name))
+            self.assertIsNotNone(ds, name)
+            self.assertEqual(ds.GetDriver().ShortName, "ENVI", name)
+            bands = want.shape[0] if want.ndim == 3 else 1
+            self.assertEqual((ds.RasterCount, ds.RasterYSize, ds.RasterXSize),
+                             (bands, want.shape[-2], want.shape[-1]), name)
+            self.assertEqual(ds.GetRasterBand(1).DataType, gtype, name)
+            got = ds.ReadAsArray()
+            self.assertTrue(np.array_equal(got, want.astype(want.dtype.newbyteorder("="))), name)
+            ds = None
+        info = gdal.Info(self.m.path("u2_3d"))
+        self.assertIn("Size is 4, 5", info)
+        self.assertIn("Type=UInt16", info)
+
+    @unittest.skipIf(vtk is None, "python3-vtk9 missing")
+    def test_vtk(self):
+        # (vtkMetaImageReader of VTK 9.1 has no 64-bit integers: i8_1d is left out)
+        for name in ("f8_2d", "i2_be_3d", "u1_2d", "f4_be_2d", "f4_be_3d", "u2_3d", "big"):
+            want = expected(name)
+            readers = [(".mhd", vtk.vtkMetaImageReader)]
+            # vtkNrrdReader takes a fastest axis of 9 or fewer elements for vector components
+            # (its guess, whatever the header's "kinds" say): only larger ones are compared
+            if want.shape[-1] > 9:
+                readers.append((".nhdr", vtk.vtkNrrdReader))
+            for ext, cls in readers:
+                r = cls()
+                r.SetFileName(self.m.path(name + ext))
+                r.Update()
+                img = r.GetOutput()
+                dims = img.GetDimensions()
+                shape = tuple(reversed(want.shape))
+                self.assertEqual(dims[:want.ndim], shape, name + ext)
+                self.assertEqual(img.GetSpacing()[:want.ndim], (1.0,) * want.ndim, name + ext)
+                got = numpy_support.vtk_to_numpy(img.GetPointData().GetScalars())
+                self.assertTrue(np.array_equal(got.reshape(want.shape),
+                                               want.astype(want.dtype.newbyteorder("="))),
+                                name + ext)
+
+
+class Fixtures(zfmount.TestCase):
+    """Every array of the zarrita fixtures (Zarr v2 and v3, many data types and codecs): its
+    .npy view has the array file's shape (user.zarr.shape), data type (user.zarr.dtype) and
+    bytes."""
+
+    def test_walk(self):
+        base = os.path.join(zfmount.SHARED, "testdata", "zarrita-fixtures")
+        stores = [os.path.join(base, v, "data.zarr") for v in ("v2", "v3")]
+        checked = 0
+        for store in stores:
+            if not os.path.isdir(store):
+                continue
+            with zfmount.Mount(store, options=["sidecars=npy"]) as m:
+                for dirpath, _dirs, files in os.walk(m.mnt):
+                    for f in files:
+                        if not f.endswith(".npy") or f[:-4] not in files:
+                            continue
+                        arr = os.path.join(dirpath, f[:-4])
+                        try:
+                            with open(arr, "rb") as fh:
+                                raw = fh.read()
+                        except OSError:
+                            continue  # undecodable: its reads fail, so do the view's
+                        got = np.load(os.path.join(dirpath, f), mmap_mode="r")
+                        shape = tuple(int(x) for x in os.getxattr(arr, "user.zarr.shape")
+                                      .decode().strip("[]").split(",") if x.strip())
+                        self.assertEqual(got.shape, shape, arr)
+                        dt = os.getxattr(arr, "user.zarr.dtype").decode()
+                        if not dt.startswith("["):
+                            self.assertEqual(got.dtype, np.dtype(dt), arr)
+                        self.assertBytesEqual(np.ascontiguousarray(got).tobytes(), raw, arr)
+                        del got
+                        checked += 1
+        zfmount.log("  %d .npy views checked" % checked)
+
+class Subset(zfmount.TestCase):
+    def test_subset_and_off(self):
+        store = os.path.join(WORK, "store.zarr")
+        with zfmount.Mount(store, options=["sidecars=npy,mhd"]) as m:
+            names = set(os.listdir(m.mnt))
+            self.assertIn("u2_3d.npy", names)
+            self.assertIn("u2_3d.mhd", names)
+            self.assertNotIn("u2_3d.hdr", names)
+            self.assertNotIn("u2_3d.nhdr", names)
+            self.assertErrno(errno.ENOENT, os.stat, m.path("u2_3d.hdr"))
+        with zfmount.Mount(store) as m:
+            names = set(os.listdir(m.mnt))
+            self.assertEqual(names, set(ARRAYS) | {"f8_2d.npy", "sub", "ome", "xr"})
+            for n in ("u2_3d.npy", "u2_3d.hdr", "u2_3d.mhd", "u2_3d.nhdr"):
+                self.assertErrno(errno.ENOENT, os.stat, m.path(n))
+
+    def test_follows_resize(self):
+        """Under -o rw, a resize of the array changes its .npy view and headers."""
+        src = os.path.join(WORK, "rw.zarr")
+        g = zarr.open_group(src, mode="w")
+        a = g.create_dataset("r", shape=(20, 12), chunks=(6, 5), dtype="<i4")
+        a[...] = np.arange(240).reshape(20, 12)
+        with zfmount.Mount(src, options=["rw", "sidecars"]) as m:
+            self.assertEqual(np.load(m.path("r.npy")).shape, (20, 12))
+            self.assertErrno((errno.EACCES, errno.EROFS, errno.EPERM), os.open,
+                             m.path("r.npy"), os.O_WRONLY)
+            self.assertErrno((errno.EACCES, errno.EROFS, errno.EPERM), os.truncate,
+                             m.path("r.hdr"), 0)
+            os.truncate(m.path("r"), 8 * 12 * 4)  # 8 rows
+            got = np.load(m.path("r.npy"), mmap_mode="r")
+            self.assertEqual(got.shape, (8, 12))
+            self.assertTrue(np.array_equal(got, np.arange(96).reshape(8, 12)))
+            del got  # the mapping keeps the file open: release it before the unmount
+            with open(m.path("r.nhdr")) as f:
+                self.assertIn("sizes: 12 8\n", f.read())
+        self.assertEqual(zarr.open_array(os.path.join(src, "r"), mode="r").shape, (8, 12))
+
+    def test_bad_option(self):
+        m = zfmount.Mount(os.path.join(WORK, "store.zarr"), options=["sidecars=bogus"],
+                          check_exit=False)
+        with self.assertRaises(zfmount.MountError):
+            m.start()
+        m.stop()
+
+
+if __name__ == "__main__":
+    WORK = tempfile.mkdtemp(prefix="zarrfs-sidecars-")
+    try:
+        build(WORK)
+        zfmount.main()
+    finally:
+        shutil.rmtree(WORK, ignore_errors=True)
