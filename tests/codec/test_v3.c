@@ -350,39 +350,24 @@ START_TEST(test_zstd_no_content_size)
     /* A frame from libzstd's streaming compressor, fed in pieces so that it cannot know the
      * content size, with zstd's checksum on (the codec's "checksum": true). */
     enum { N = 20000 };
-    uint8_t *data = malloc(N), *enc = malloc(ZSTD_compressBound(N) + 64), *out = malloc(N);
+    uint8_t *data = malloc(N), *out = malloc(N);
     tu_fill(data, N, 77);
-    ZSTD_CCtx *cc = ZSTD_createCCtx();
-    ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
-    ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 3);
-    ZSTD_outBuffer ob = {enc, ZSTD_compressBound(N) + 64, 0};
-    for (size_t pos = 0; pos < N; pos += 4096) {
-        ZSTD_inBuffer ib = {data + pos, pos + 4096 < N ? 4096 : N - pos, 0};
-        while (ib.pos < ib.size)
-            ck_assert(!ZSTD_isError(ZSTD_compressStream2(cc, &ob, &ib, ZSTD_e_continue)));
-    }
-    ZSTD_inBuffer none = {NULL, 0, 0};
-    size_t left;
-    do {
-        left = ZSTD_compressStream2(cc, &ob, &none, ZSTD_e_end);
-        ck_assert(!ZSTD_isError(left));
-    } while (left);
-    ZSTD_freeCCtx(cc);
-    ck_assert(ZSTD_getFrameContentSize(enc, ob.pos) == ZSTD_CONTENTSIZE_UNKNOWN);
+    size_t enc_len;
+    uint8_t *enc = tu_zstd_stream(data, N, 3, true, 4096, &enc_len);
     uint64_t shape[1] = {N};
     zf_chunk_repr r = tu_repr_of("|u1", 1, shape);
     const char *json =
         "[\"bytes\", {\"name\": \"zstd\", \"configuration\": {\"level\": 3, \"checksum\": true}}]";
-    decode_expect(json, ZF_CODECS_V3, &r, NULL, enc, ob.pos, data);
+    decode_expect(json, ZF_CODECS_V3, &r, NULL, enc, enc_len, data);
     char msg[512];
     /* The frame's own checksum catches a changed byte of content. */
-    enc[ob.pos - 2] ^= 0x40;
-    ck_assert_int_eq(decode_status(json, &r, NULL, enc, ob.pos, msg), ZF_ERR_CORRUPT);
-    enc[ob.pos - 2] ^= 0x40;
+    enc[enc_len - 2] ^= 0x40;
+    ck_assert_int_eq(decode_status(json, &r, NULL, enc, enc_len, msg), ZF_ERR_CORRUPT);
+    enc[enc_len - 2] ^= 0x40;
     /* Expecting fewer bytes than the frame holds fails without writing past them. */
     uint64_t half[1] = {N / 2};
     zf_chunk_repr rh = tu_repr_of("|u1", 1, half);
-    ck_assert_int_eq(decode_status(json, &rh, NULL, enc, ob.pos, msg), ZF_ERR_CORRUPT);
+    ck_assert_int_eq(decode_status(json, &rh, NULL, enc, enc_len, msg), ZF_ERR_CORRUPT);
     ck_assert_str_eq(msg, "zstd: data decodes to more than the expected 10000 bytes");
     free(data);
     free(enc);

@@ -158,25 +158,7 @@ static uint8_t *inflate_of(const uint8_t *in, size_t len, int wbits, size_t cap,
 /* A zstd frame without a content size (libzstd's streaming compressor, fed in pieces). */
 static uint8_t *zstd_stream_of(const uint8_t *in, size_t len, size_t *out_len)
 {
-    size_t cap = ZSTD_compressBound(len) + 64, pos = 0;
-    uint8_t *out = malloc(cap);
-    ZSTD_CCtx *cc = ZSTD_createCCtx();
-    ZSTD_outBuffer ob = {out, cap, 0};
-    for (; pos < len; pos += 1000) {
-        ZSTD_inBuffer ib = {in + pos, pos + 1000 < len ? 1000 : len - pos, 0};
-        while (ib.pos < ib.size)
-            ck_assert(!ZSTD_isError(ZSTD_compressStream2(cc, &ob, &ib, ZSTD_e_continue)));
-    }
-    ZSTD_inBuffer none = {NULL, 0, 0};
-    size_t left;
-    do {
-        left = ZSTD_compressStream2(cc, &ob, &none, ZSTD_e_end);
-        ck_assert(!ZSTD_isError(left));
-    } while (left);
-    ZSTD_freeCCtx(cc);
-    ck_assert(ZSTD_getFrameContentSize(out, ob.pos) == ZSTD_CONTENTSIZE_UNKNOWN);
-    *out_len = ob.pos;
-    return out;
+    return tu_zstd_stream(in, len, ZSTD_CLEVEL_DEFAULT, false, 1000, out_len);
 }
 
 /* --- fletcher32 --- */

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zstd.h>
+
 #include "testutil.h"
 
 const char *tu_expected_dir;
@@ -202,4 +204,31 @@ zf_chunk_repr tu_repr_of(const char *typestr, unsigned ndim, const uint64_t *sha
     }
     r.nbytes = n * r.dtype.itemsize;
     return r;
+}
+
+uint8_t *tu_zstd_stream(const uint8_t *in, size_t len, int level, bool checksum, size_t piece,
+                        size_t *out_len)
+{
+    size_t cap = ZSTD_compressBound(len) + 64;
+    uint8_t *out = malloc(cap);
+    ck_assert_ptr_nonnull(out);
+    ZSTD_CCtx *cc = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, checksum ? 1 : 0);
+    ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
+    ZSTD_outBuffer ob = {out, cap, 0};
+    for (size_t pos = 0; pos < len; pos += piece) {
+        ZSTD_inBuffer ib = {in + pos, pos + piece < len ? piece : len - pos, 0};
+        while (ib.pos < ib.size)
+            ck_assert(!ZSTD_isError(ZSTD_compressStream2(cc, &ob, &ib, ZSTD_e_continue)));
+    }
+    ZSTD_inBuffer none = {NULL, 0, 0};
+    size_t left;
+    do {
+        left = ZSTD_compressStream2(cc, &ob, &none, ZSTD_e_end);
+        ck_assert(!ZSTD_isError(left));
+    } while (left);
+    ZSTD_freeCCtx(cc);
+    ck_assert(ZSTD_getFrameContentSize(out, ob.pos) == ZSTD_CONTENTSIZE_UNKNOWN);
+    *out_len = ob.pos;
+    return out;
 }

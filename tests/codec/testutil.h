@@ -32,6 +32,11 @@ void tu_fill(uint8_t *buf, size_t n, uint32_t seed);
  * (C order, nbytes = elements * itemsize); fails the test on a bad typestr. */
 zf_chunk_repr tu_repr_of(const char *typestr, unsigned ndim, const uint64_t *shape);
 
+/* A zstd frame without a content size: libzstd's streaming compressor fed `piece` bytes at a
+ * time (level, checksum flag as given); malloc'd, *out_len bytes. */
+uint8_t *tu_zstd_stream(const uint8_t *in, size_t len, int level, bool checksum, size_t piece,
+                        size_t *out_len);
+
 /* The directory of generated numcodecs expectations (NULL when numcodecs is not available). */
 extern const char *tu_expected_dir;
 
