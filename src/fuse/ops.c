@@ -456,27 +456,23 @@ static void reply_read_error(fuse_req_t req, const zf_node *n, zf_status st, con
 
 /* Answer a read straight from the cached chunks (fuse_reply_iov over pinned entries: no copy
  * into a bounce buffer). False when the read cannot be described that way (see
- * zf_array_read_view): the caller copies instead. */
+ * zf_array_read_view; it declines arrays that may be written, which on a writable mount are
+ * writable from their opening): the caller copies instead. */
 static bool reply_view(fuse_req_t req, zf_node *n, zf_array *a, uint64_t off, size_t size)
 {
-    zf_array_view *v = malloc(sizeof *v);
-    if (!v)
-        return false;
+    zf_array_view v; /* ~18 KiB: on the worker's stack, no allocation per read */
     zf_err err = {""};
     size_t got;
-    zf_status st = zf_array_read_view(a, off, size, v, &got, &err);
-    if (st == ZF_ERR_UNSUPPORTED) {
-        free(v);
+    zf_status st = zf_array_read_view(a, off, size, &v, &got, &err);
+    if (st == ZF_ERR_UNSUPPORTED)
         return false;
-    }
     if (st != ZF_OK)
         reply_read_error(req, n, st, &err, size, off);
-    else if (v->npieces == 0)
+    else if (v.npieces == 0)
         fuse_reply_buf(req, NULL, 0);
     else
-        fuse_reply_iov(req, v->pieces, (int)v->npieces);
-    zf_array_view_release(a, v);
-    free(v);
+        fuse_reply_iov(req, v.pieces, (int)v.npieces);
+    zf_array_view_release(a, &v);
     return true;
 }
 
@@ -509,36 +505,23 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_reply_buf(req, NULL, 0);
         return;
     }
-    zf_array *a;
     zf_err err = {""};
-    if (n->derived) {
-        void *dbuf = malloc(size ? size : 1);
-        size_t dgot = 0;
-        zf_status dst = dbuf ? zf_hierarchy_read_derived(H(req), n, (uint64_t)off, dbuf, size,
-                                                         &dgot, &err)
-                             : ZF_ERR_NOMEM;
-        if (dst != ZF_OK)
-            reply_read_error(req, n, dst, &err, size, (uint64_t)off);
-        else
-            fuse_reply_buf(req, dbuf, dgot);
-        free(dbuf);
-        return;
-    }
-    zf_status st = zf_hierarchy_array(H(req), n, &a, &err);
+    zf_array *a = NULL;
+    zf_status st = n->derived ? ZF_OK : zf_hierarchy_array(H(req), n, &a, &err);
     if (st == ZF_ERR_UNSUPPORTED && undecodable(n)) {
         reply_undecodable(req, n, (uint64_t)off, size);
         return;
     }
-    /* On a read-write mount a writer may replace a chunk's data while a view of it is being
-     * sent (the array becomes writable at its first write): copy there. */
-    if (st == ZF_OK && !FS(req)->rw && reply_view(req, n, a, (uint64_t)off, size))
+    if (st == ZF_OK && a && reply_view(req, n, a, (uint64_t)off, size))
         return;
     void *buf = st == ZF_OK ? malloc(size ? size : 1) : NULL;
     if (st == ZF_OK && !buf)
         st = ZF_ERR_NOMEM;
     size_t got = 0;
     if (st == ZF_OK)
-        st = zf_array_read(a, (uint64_t)off, buf, size, &got, &err);
+        st = n->derived ? zf_hierarchy_read_derived(H(req), n, (uint64_t)off, buf, size, &got,
+                                                    &err)
+                        : zf_array_read(a, (uint64_t)off, buf, size, &got, &err);
     if (st != ZF_OK)
         reply_read_error(req, n, st, &err, size, (uint64_t)off);
     else
