@@ -88,6 +88,21 @@ static uint64_t round_zarrs(uint64_t v, size_t w, unsigned maxbits, long long ke
     return v & ((max >> sh) << sh);
 }
 
+/* A copy of in[0..in_len) to round in place: whole w-byte elements, else ZF_ERR_INVALID. */
+static zf_status copy_elements(const uint8_t *in, size_t in_len, size_t w, uint8_t **out,
+                               zf_err *err)
+{
+    if (in_len % w)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "bitround: %zu bytes is not a whole number of %zu-byte elements", in_len,
+                       w);
+    if (!(*out = zf_enc_alloc(in_len)))
+        return ZF_ERR_NOMEM;
+    if (in_len)
+        memcpy(*out, in, in_len);
+    return ZF_OK;
+}
+
 static zf_status bitround_encode_zarrs(const bitround_codec *b, const zf_dtype *dt,
                                        const uint8_t *in, size_t in_len, uint8_t **out,
                                        size_t *out_len, zf_err *err)
@@ -113,15 +128,10 @@ static zf_status bitround_encode_zarrs(const bitround_codec *b, const zf_dtype *
         return zf_fail(err, ZF_ERR_INVALID, "bitround: data type %s cannot be bit-rounded",
                        zf_dtype_str(dt, ts));
     }
-    if (in_len % w)
-        return zf_fail(err, ZF_ERR_INVALID,
-                       "bitround: %zu bytes is not a whole number of %zu-byte elements", in_len,
-                       w);
-    uint8_t *o = zf_enc_alloc(in_len);
-    if (!o)
-        return ZF_ERR_NOMEM;
-    if (in_len)
-        memcpy(o, in, in_len);
+    uint8_t *o;
+    zf_status st = copy_elements(in, in_len, w, &o, err);
+    if (st != ZF_OK)
+        return st;
     bool big = dt->byteorder == '>';
     for (size_t i = 0; i < in_len / unit; i++) {
         uint8_t *p = o + i * unit;
@@ -157,15 +167,10 @@ static zf_status bitround_encode(const zf_codec *c, const zf_chunk_repr *decoded
         return zf_fail(err, ZF_ERR_INVALID,
                        "bitround: \"keepbits\": %lld is too large for float%zu (at most %d)",
                        b->keepbits, w * 8, bits);
-    if (in_len % w)
-        return zf_fail(err, ZF_ERR_INVALID,
-                       "bitround: %zu bytes is not a whole number of %zu-byte elements", in_len,
-                       w);
-    uint8_t *o = zf_enc_alloc(in_len);
-    if (!o)
-        return ZF_ERR_NOMEM;
-    if (in_len)
-        memcpy(o, in, in_len);
+    uint8_t *o;
+    zf_status st = copy_elements(in, in_len, w, &o, err);
+    if (st != ZF_OK)
+        return st;
     if (b->keepbits < bits) {
         unsigned m = (unsigned)(bits - b->keepbits);
         uint64_t width_mask = w == 8 ? UINT64_MAX : (UINT64_C(1) << (8 * w)) - 1;
