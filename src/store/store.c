@@ -48,19 +48,27 @@ bool zf_key_is_valid(const char *key)
     }
 }
 
-/* Read up to n bytes at offset of an open file; the count read. */
-static size_t pread_some(int fd, uint8_t *buf, size_t n, off_t offset)
+ssize_t zf_pread_full(int fd, void *buf, size_t n, off_t offset)
 {
     size_t got = 0;
     while (got < n) {
-        ssize_t r = pread(fd, buf + got, n - got, offset + (off_t)got);
+        ssize_t r = pread(fd, (uint8_t *)buf + got, n - got, offset + (off_t)got);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0)
+        if (r < 0)
+            return -1;
+        if (r == 0)
             break;
         got += (size_t)r;
     }
-    return got;
+    return (ssize_t)got;
+}
+
+/* Up to n bytes at offset of an open file: the count read (0 after a failed read). */
+static size_t pread_some(int fd, uint8_t *buf, size_t n, off_t offset)
+{
+    ssize_t r = zf_pread_full(fd, buf, n, offset);
+    return r < 0 ? 0 : (size_t)r;
 }
 
 #define REFS_MAX_SIZE ((off_t)1 << 32) /* a reference file is parsed in memory */

@@ -52,6 +52,8 @@
 #include "zarrfs/mem.h"
 #include "zarrfs/store.h"
 
+#include "store_impl.h"
+
 #define LAYOUT "v1"
 #define ENTRY_MAGIC "zarrfsDC"
 #define ENTRY_FORMAT 1
@@ -602,18 +604,7 @@ typedef enum load_result {
 
 static bool pread_full(int fd, void *buf, size_t n, off_t off)
 {
-    uint8_t *p = buf;
-    while (n) {
-        ssize_t r = pread(fd, p, n, off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        p += r;
-        n -= (size_t)r;
-        off += r;
-    }
-    return true;
+    return zf_pread_full(fd, buf, n, off) == (ssize_t)n;
 }
 
 /* Read and check the entry open at fd, expected for (key, kind, offset, len); its payload into

@@ -28,6 +28,8 @@
 #include "zarrfs/mem.h"
 #include "zarrfs/store.h"
 
+#include "store_impl.h"
+
 typedef struct file_store {
     zf_store base;
     int root_fd;
@@ -108,21 +110,13 @@ static zf_status read_range(int fd, const char *key, uint64_t offset, uint64_t l
     uint8_t *buf = zf_alloc_bulk((size_t)n); /* may become a cached chunk as it is */
     if (!buf)
         return ZF_ERR_NOMEM;
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = pread(fd, buf + got, n - got, (off_t)(offset + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            free(buf);
-            return errno_status(key, "read", err);
-        }
-        if (r == 0)
-            break; /* the file shrank: return what is there */
-        got += (size_t)r;
+    ssize_t got = zf_pread_full(fd, buf, (size_t)n, (off_t)offset); /* short: the file shrank */
+    if (got < 0) {
+        free(buf);
+        return errno_status(key, "read", err);
     }
     out->data = buf;
-    out->len = got;
+    out->len = (size_t)got;
     return ZF_OK;
 }
 

@@ -6,6 +6,7 @@
 #define ZARRFS_STORE_IMPL_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -134,6 +135,10 @@ char *zf_url_join_key(const char *base, const char *key, bool trailing_slash);
 char *zf_url_decode(const char *s, size_t n, size_t *len);
 /* http(s)://user:password@host/... → http(s)://user:***@host/... (a copy for messages). */
 char *zf_url_redact(const char *url);
+
+/* pread until n bytes or the end of the file (EINTR retried): the bytes read, or -1 with errno
+ * set when a read failed. */
+ssize_t zf_pread_full(int fd, void *buf, size_t n, off_t offset);
 
 /* ---- listings ------------------------------------------------------------------------------- */
 
