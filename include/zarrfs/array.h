@@ -139,6 +139,8 @@ typedef struct zf_decode_stats {
     double seconds;
     uint64_t encoded, encode_failures; /* chunks encoded for writing (and failures) */
     double encode_seconds;
+    uint64_t shard_conflicts; /* shard writes retried: another writer changed the shard between
+                                 its read and the conditional write (zf_store_set_if) */
 } zf_decode_stats;
 void zf_array_get_decode_stats(zf_decode_stats *out);
 

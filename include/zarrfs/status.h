@@ -23,6 +23,7 @@ typedef enum zf_status {
     ZF_ERR_PERMISSION,  /* refused by the mount's policy (e.g. deleting without allow_delete) */
     ZF_ERR_NOT_DIR,     /* a group was expected, an array found */
     ZF_ERR_IS_DIR,      /* an array was expected, a group found */
+    ZF_ERR_CONFLICT,    /* a conditional write found the value changed by another writer */
 } zf_status;
 
 /* One line explaining the last failure; msg[0] == '\0' when nothing was said. */

@@ -81,6 +81,15 @@ typedef struct zf_store_ops {
     /* Optional: the traffic of a store that reads through several others (kerchunk
      * references: the sum over its targets); NULL: its own counters, or its inner store's. */
     void (*traffic)(zf_store *s, struct zf_store_stats *out);
+    /* Optional (writable backends that can tell one version from another): set, only when the
+     * value is still the one base names (base NULL: only when key has no value), as one atomic
+     * step; ZF_ERR_CONFLICT otherwise (zf_store_set_if). NULL: the dispatcher calls set. */
+    zf_status (*set_if)(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                        const zf_store_version *base, zf_err *err);
+    /* Optional: erase, only when the value is still the one base names (zf_store_erase_if).
+     * NULL: the dispatcher calls erase. */
+    zf_status (*erase_if)(zf_store *s, const char *key, const zf_store_version *base,
+                          zf_err *err);
 } zf_store_ops;
 
 struct zf_store {
@@ -203,8 +212,9 @@ zf_status zf_store_list_dir(zf_store *s, const char *prefix, zf_store_listing *o
  * Local directories: each value is written to a temporary file in its directory
  * (".NAME.zarrfs-XXXXXX"), fsync'ed, renamed over NAME, and the directory fsync'ed, so a crash at
  * any moment leaves the old or the new value, never a mix; missing parent directories are
- * created (beneath the root, as reads are confined). S3: one PUT per value, DELETE. HTTP(S):
- * read-only. */
+ * created (beneath the root, as reads are confined); the rename happens with the directory
+ * locked (flock(2), exclusive), so that zf_store_set_if of other zarrfs daemons sees it whole.
+ * S3: one PUT per value, DELETE. HTTP(S): read-only. */
 
 /* True when the backend can write (set/erase). */
 bool zf_store_is_writable(const zf_store *s);
@@ -213,8 +223,26 @@ bool zf_store_is_writable(const zf_store *s);
  * (message names the key and the system's or server's reason), ZF_ERR_NOMEM. */
 zf_status zf_store_set(zf_store *s, const char *key, const uint8_t *data, size_t len,
                        zf_err *err);
+/* A compare-and-swap for read-modify-write by several writers (two mounts of one store): store
+ * len bytes of data as key's value only when the value stored is still the version base that
+ * zf_store_read_versioned(ZF_READ_ALL) returned, or, with base NULL, only when key has no value.
+ * Check and replacement are one atomic step against other zarrfs writers: local directories lock
+ * the key's directory (flock(2)) around comparing the file's version (device, inode, ctime, size)
+ * and the rename; S3 sends If-Match: ETAG (If-None-Match: * for NULL), a conditional write
+ * (S3 API "PutObject", conditional writes; 412 Precondition Failed or 409 ConditionalRequest-
+ * Conflict when it fails). A backend that cannot tell versions apart stores unconditionally.
+ * Errors: ZF_ERR_CONFLICT (the value changed since it was read; nothing was written: read it
+ * again, merge, and retry), else as zf_store_set. */
+zf_status zf_store_set_if(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                          const zf_store_version *base, zf_err *err);
 /* Remove key; a key already absent is ZF_OK. Errors as zf_store_set. */
 zf_status zf_store_erase(zf_store *s, const char *key, zf_err *err);
+/* Remove key only when its value is still the version base (read with zf_store_read_versioned),
+ * as zf_store_set_if stores: the flock'ed check and unlink locally, DELETE with If-Match on S3
+ * (a server that ignores the header erases unconditionally). Errors: ZF_ERR_CONFLICT (changed
+ * or gone since; nothing removed), else as zf_store_erase. */
+zf_status zf_store_erase_if(zf_store *s, const char *key, const zf_store_version *base,
+                            zf_err *err);
 /* Remove the directory of prefix (a group's or array's, e.g. "a/b") where the backend has
  * directories and it is empty; ZF_OK when it is already gone or the backend has none (S3).
  * Errors: ZF_ERR_INVALID when it still holds something (message names it), else as

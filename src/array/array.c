@@ -145,15 +145,19 @@ zf_status zf_grid_runs(const zf_grid *g, uint64_t elem_begin, uint64_t elem_end,
 
 /* ---------- the flat view ---------- */
 
-static _Atomic uint64_t n_decoded, n_failed, decode_ns, n_encoded, n_encode_failed, encode_ns;
+static _Atomic uint64_t n_decoded, n_failed, decode_ns, n_encoded, n_encode_failed, encode_ns,
+    n_shard_conflicts;
 
 void zf_array_get_decode_stats(zf_decode_stats *out)
 {
     *out = (zf_decode_stats){.chunks = n_decoded, .failures = n_failed,
                              .seconds = (double)decode_ns / 1e9,
                              .encoded = n_encoded, .encode_failures = n_encode_failed,
-                             .encode_seconds = (double)encode_ns / 1e9};
+                             .encode_seconds = (double)encode_ns / 1e9,
+                             .shard_conflicts = n_shard_conflicts};
 }
+
+void zf_array_count_shard_conflict(void) { n_shard_conflicts++; }
 
 void zf_array_count_encode(uint64_t ns, bool ok)
 {

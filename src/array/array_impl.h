@@ -67,6 +67,7 @@ void zf_array_fill_pattern(uint8_t *dst, uint64_t first_byte, size_t n, const ui
                            size_t isz);
 /* Count one chunk encoded in `ns` nanoseconds (or failed), for zf_array_get_decode_stats. */
 void zf_array_count_encode(uint64_t ns, bool ok);
+void zf_array_count_shard_conflict(void);
 uint64_t zf_array_now_ns(void);
 
 /* The bytes [*rb, *rb + return) of the flat view that a run covers within [begin, end). */

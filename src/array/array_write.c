@@ -10,11 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "array_impl.h"
 #include "zarrfs/log.h"
 
 static zf_status writeback(void *ctx, zf_cache_entry *e, zf_err *err);
+
+/* Conditional shard writes tried before a conflict is an error (another writer keeps winning). */
+#define SHARD_WRITE_ATTEMPTS 16
 
 zf_status zf_array_enable_write(zf_array *a, bool write_empty_chunks, zf_err *err)
 {
@@ -329,26 +333,35 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
     zf_bytes old = {NULL, 0};
     uint64_t *old_index = NULL;
     zf_err serr = {""};
-    if (ndirty > 0 && ndirty < ninside) { /* keep the inner chunks not written */
-        st = zf_store_get(a->store, key, &old, &serr);
-        if (st == ZF_ERR_NOT_FOUND) {
-            st = ZF_OK;
-        } else if (st != ZF_OK) {
-            zf_fail(err, st, "%s", serr.msg[0] ? serr.msg : zf_status_str(st));
-        } else if (old.len < info->index_nbytes) {
-            st = zf_fail(err, ZF_ERR_CORRUPT, "%s: shard shorter than its index", key);
-        } else if (!(old_index = malloc(2 * sizeof(uint64_t) * (n ? n : 1)))) {
-            st = ZF_ERR_NOMEM;
-        } else {
-            const uint8_t *ib =
-                info->index_at_end ? old.data + old.len - info->index_nbytes : old.data;
-            st = zf_sharding_decode_index(l->codec, ib, info->index_nbytes, old.len, old_index,
-                                          &serr);
+    /* Some inner chunks not written: read the stored shard for them, then store the merge only
+     * if the shard is still the one read (zf_store_set_if), so that another writer's inner
+     * chunks written meanwhile (a second mount of the store) are merged, not lost. */
+    bool partial = ndirty > 0 && ndirty < ninside;
+    for (unsigned attempt = 0; st == ZF_OK && ndirty > 0; attempt++) {
+        zf_store_version ver;
+        bool found = false;
+        if (partial) {
+            st = zf_store_read_versioned(a->store, key, ZF_READ_ALL, 0, 0, &old, &ver, &serr);
+            found = st == ZF_OK;
+            if (st == ZF_ERR_NOT_FOUND) {
+                st = ZF_OK;
+            } else if (st != ZF_OK) {
+                zf_fail(err, st, "%s", serr.msg[0] ? serr.msg : zf_status_str(st));
+            } else if (old.len < info->index_nbytes) {
+                st = zf_fail(err, ZF_ERR_CORRUPT, "%s: shard shorter than its index", key);
+            } else if (!(old_index = malloc(2 * sizeof(uint64_t) * (n ? n : 1)))) {
+                st = ZF_ERR_NOMEM;
+            } else {
+                const uint8_t *ib =
+                    info->index_at_end ? old.data + old.len - info->index_nbytes : old.data;
+                st = zf_sharding_decode_index(l->codec, ib, info->index_nbytes, old.len,
+                                              old_index, &serr);
+                if (st != ZF_OK)
+                    zf_fail(err, ZF_ERR_CORRUPT, "%s: %s", key, serr.msg);
+            }
             if (st != ZF_OK)
-                zf_fail(err, ZF_ERR_CORRUPT, "%s: %s", key, serr.msg);
+                break;
         }
-    }
-    if (st == ZF_OK && ndirty > 0) {
         uint8_t *out = NULL;
         size_t out_len = 0;
         bool empty = false;
@@ -357,18 +370,33 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
         st = zf_sharding_encode_shard(l->codec, chunks, old_index ? old.data : NULL, old.len,
                                       old_index, flags, &out, &out_len, &empty, &serr);
         zf_array_count_encode(zf_array_now_ns() - t0, st == ZF_OK);
+        bool erase = empty && a->fill_defined && !a->write_empty_chunks;
         if (st != ZF_OK) {
             zf_fail(err, st, "shard %s: encoding: %s", key, serr.msg);
+        } else if (erase && partial) { /* only if no inner chunk was written meanwhile */
+            st = found ? zf_store_erase_if(a->store, key, &ver, &serr) : ZF_OK;
+        } else if (erase) {
+            st = zf_store_erase(a->store, key, &serr);
         } else {
-            st = empty && a->fill_defined && !a->write_empty_chunks
-                     ? zf_store_erase(a->store, key, &serr)
-                     : zf_store_set(a->store, key, out, out_len, &serr);
-            if (st != ZF_OK)
-                zf_fail(err, st, "%s", serr.msg[0] ? serr.msg : zf_status_str(st));
+            st = partial ? zf_store_set_if(a->store, key, out, out_len, found ? &ver : NULL, &serr)
+                         : zf_store_set(a->store, key, out, out_len, &serr);
         }
         free(out);
+        zf_bytes_free(&old);
+        free(old_index);
+        old_index = NULL;
+        if (st == ZF_ERR_CONFLICT && attempt + 1 < SHARD_WRITE_ATTEMPTS) {
+            zf_array_count_shard_conflict();
+            zf_log_debug("%s: changed by another writer, merging again", key);
+            st = ZF_OK;
+            usleep(1000u << (attempt < 6 ? attempt : 6)); /* 1 ms, doubling up to 64 ms */
+            continue;
+        }
         if (st == ZF_OK) /* its cached index is stale now */
             zf_cache_drop(a->cache, l->cache_id, zf_grid_chunk_index(&l->grid, sc));
+        else if (!(err && err->msg[0]))
+            zf_fail(err, st, "%s", serr.msg[0] ? serr.msg : zf_status_str(st));
+        break;
     }
     for (size_t i = 0; i < n; i++) {
         if (!held[i])

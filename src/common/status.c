@@ -20,6 +20,7 @@ const char *zf_status_str(zf_status st)
     case ZF_ERR_PERMISSION: return "not permitted";
     case ZF_ERR_NOT_DIR: return "not a group";
     case ZF_ERR_IS_DIR: return "is a group";
+    case ZF_ERR_CONFLICT: return "changed by another writer";
     }
     return "unknown status";
 }

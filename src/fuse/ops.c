@@ -53,6 +53,7 @@ int zf_errno(zf_status st)
     case ZF_ERR_IS_DIR: return EISDIR;
     case ZF_ERR_IO:
     case ZF_ERR_CORRUPT:
+    case ZF_ERR_CONFLICT:
     case ZF_ERR_INVALID: return EIO;
     }
     return EIO;

@@ -1034,7 +1034,8 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
                      "\"loads_failed\": %llu, \"dirty_bytes\": %zu, \"dirty_entries\": %zu, "
                      "\"writebacks\": %llu, \"writeback_failures\": %llu}, "
                      "\"decode\": {\"chunks\": %llu, \"failures\": %llu, \"seconds\": %.6f}, "
-                     "\"encode\": {\"chunks\": %llu, \"failures\": %llu, \"seconds\": %.6f}, "
+                     "\"encode\": {\"chunks\": %llu, \"failures\": %llu, \"seconds\": %.6f, "
+                     "\"shard_conflicts\": %llu}, "
                      "\"store\": {\"requests\": %llu, \"bytes_fetched\": %llu, "
                      "\"retries\": %llu, \"errors\": %llu, \"writes\": %llu, "
                      "\"bytes_written\": %llu}, "
@@ -1046,7 +1047,7 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
                      (unsigned long long)c.writeback_failures,
                      (unsigned long long)d.chunks, (unsigned long long)d.failures, d.seconds,
                      (unsigned long long)d.encoded, (unsigned long long)d.encode_failures,
-                     d.encode_seconds,
+                     d.encode_seconds, (unsigned long long)d.shard_conflicts,
                      (unsigned long long)s.requests, (unsigned long long)s.bytes,
                      (unsigned long long)s.retries, (unsigned long long)s.errors,
                      (unsigned long long)s.writes, (unsigned long long)s.bytes_written,

@@ -670,6 +670,8 @@ static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
         if (h->drop_expect)
             ADD("Expect:");
     }
+    if (rq->condition)
+        ADD(rq->condition);
     if (h->sigv4) /* libcurl's SigV4 signs every header we send, these included */
         ADD("x-amz-content-sha256: UNSIGNED-PAYLOAD");
     if (h->token_header)

@@ -287,7 +287,7 @@ static zf_status counted(zf_store *s, zf_status st, const zf_bytes *out)
     s->n_requests++;
     if (st == ZF_OK && out)
         s->n_bytes += out->len;
-    else if (st != ZF_OK && st != ZF_ERR_NOT_FOUND)
+    else if (st != ZF_OK && st != ZF_ERR_NOT_FOUND && st != ZF_ERR_CONFLICT) /* results */
         s->n_errors++;
     return st;
 }
@@ -403,6 +403,19 @@ zf_status zf_store_set(zf_store *s, const char *key, const uint8_t *data, size_t
     return counted_write(s, s->ops->set(s, key, data, len, err), len);
 }
 
+zf_status zf_store_set_if(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                          const zf_store_version *base, zf_err *err)
+{
+    zf_status st = check_key(key, false, err);
+    if (st != ZF_OK)
+        return st;
+    if (!s->ops->set)
+        return read_only(s, err);
+    if (!s->ops->set_if)
+        return counted_write(s, s->ops->set(s, key, data, len, err), len);
+    return counted_write(s, s->ops->set_if(s, key, data, len, base, err), len);
+}
+
 zf_status zf_store_erase(zf_store *s, const char *key, zf_err *err)
 {
     zf_status st = check_key(key, false, err);
@@ -411,6 +424,19 @@ zf_status zf_store_erase(zf_store *s, const char *key, zf_err *err)
     if (!s->ops->erase)
         return read_only(s, err);
     return counted_write(s, s->ops->erase(s, key, err), 0);
+}
+
+zf_status zf_store_erase_if(zf_store *s, const char *key, const zf_store_version *base,
+                            zf_err *err)
+{
+    zf_status st = check_key(key, false, err);
+    if (st != ZF_OK)
+        return st;
+    if (!s->ops->erase)
+        return read_only(s, err);
+    return counted_write(s, s->ops->erase_if ? s->ops->erase_if(s, key, base, err)
+                                             : s->ops->erase(s, key, err),
+                         0);
 }
 
 zf_status zf_store_remove_dir(zf_store *s, const char *prefix, zf_err *err)

@@ -1192,6 +1192,22 @@ static zf_status dc_set(zf_store *s, const char *key, const uint8_t *data, size_
     return st;
 }
 
+static zf_status dc_set_if(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                          const zf_store_version *base, zf_err *err)
+{
+    zf_status st = zf_store_set_if(s->inner, key, data, len, base, err);
+    forget_key((dc_store *)s, key); /* after a conflict too: the next read must fetch anew */
+    return st;
+}
+
+static zf_status dc_erase_if(zf_store *s, const char *key, const zf_store_version *base,
+                            zf_err *err)
+{
+    zf_status st = zf_store_erase_if(s->inner, key, base, err);
+    forget_key((dc_store *)s, key);
+    return st;
+}
+
 static zf_status dc_erase(zf_store *s, const char *key, zf_err *err)
 {
     zf_status st = zf_store_erase(s->inner, key, err);
@@ -1228,7 +1244,8 @@ static void dc_destroy(zf_store *s)
     .destroy = dc_destroy, .read_versioned = dc_read_versioned
 
 static const zf_store_ops dc_ops_ro = {DC_READ_OPS};
-static const zf_store_ops dc_ops_rw = {DC_READ_OPS, .set = dc_set, .erase = dc_erase,
+static const zf_store_ops dc_ops_rw = {DC_READ_OPS, .set = dc_set, .set_if = dc_set_if,
+                                       .erase = dc_erase, .erase_if = dc_erase_if,
                                        .remove_dir = dc_remove_dir};
 
 /* ---- opening ------------------------------------------------------------------------------ */

@@ -16,9 +16,11 @@
 #include <limits.h>
 #include <linux/openat2.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -364,8 +366,69 @@ static bool write_all(int fd, const uint8_t *data, size_t len)
     return true;
 }
 
-static zf_status fs_set(zf_store *s, const char *key, const uint8_t *data, size_t len,
-                        zf_err *err)
+/* The version of a local value: device, inode, ctime and size change whenever the file is
+ * replaced (rename) or rewritten in place, so they tell a value from its successor. */
+static void file_version(const struct stat *sb, zf_store_version *ver)
+{
+    memset(ver, 0, sizeof *ver);
+    snprintf(ver->etag, sizeof ver->etag, "\"%jx-%jx-%jd.%09ld-%jd\"", (uintmax_t)sb->st_dev,
+             (uintmax_t)sb->st_ino, (intmax_t)sb->st_ctim.tv_sec, (long)sb->st_ctim.tv_nsec,
+             (intmax_t)sb->st_size);
+    ver->mtime = sb->st_mtim;
+    ver->size = (uint64_t)sb->st_size;
+    ver->has_size = true;
+}
+
+static zf_status fs_read_versioned(zf_store *s, const char *key, zf_read_kind kind,
+                                   uint64_t offset, uint64_t len, zf_bytes *out,
+                                   zf_store_version *ver, zf_err *err)
+{
+    file_store *fs = (file_store *)s;
+    if (has_temp_segment(key))
+        return ZF_ERR_NOT_FOUND;
+    int fd = open_beneath(fs->root_fd, key,
+                          kind == ZF_READ_STAT ? O_PATH : O_RDONLY | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return errno_status(key, "open", err);
+    struct stat sb;
+    zf_status st = ZF_OK;
+    if (fstat(fd, &sb) < 0)
+        st = errno_status(key, "stat", err);
+    else if (kind == ZF_READ_STAT && !S_ISREG(sb.st_mode))
+        st = ZF_ERR_NOT_FOUND;
+    if (st == ZF_OK)
+        file_version(&sb, ver);
+    if (st == ZF_OK && kind != ZF_READ_STAT) /* checks the file's type as get does */
+        st = read_range(fd, key, kind == ZF_READ_ALL ? 0 : offset,
+                        kind == ZF_READ_ALL ? UINT64_MAX : len, kind == ZF_READ_SUFFIX,
+                        &ver->size, out, err);
+    close(fd);
+    return st;
+}
+
+/* Lock directory dfd against the renames of other zarrfs writers (flock(2): other processes,
+ * and other descriptors of this one). Best effort: a file system without flock (some network
+ * ones) leaves the step unguarded rather than failing the write. */
+static void lock_dir(int dfd, int op)
+{
+    while (flock(dfd, op) < 0 && errno == EINTR) {
+    }
+}
+
+/* True when key's value in dfd (name) is still the version base, or absent when base is NULL. */
+static bool still_version(int dfd, const char *name, const zf_store_version *base)
+{
+    struct stat sb;
+    if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+        return !base && errno == ENOENT;
+    zf_store_version cur;
+    file_version(&sb, &cur);
+    return base && S_ISREG(sb.st_mode) && zf_store_version_equal(&cur, base);
+}
+
+/* set (conditional false) or set_if (conditional: base, which may be NULL). */
+static zf_status fs_write(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                          bool conditional, const zf_store_version *base, zf_err *err)
 {
     file_store *fs = (file_store *)s;
     if (has_temp_segment(key))
@@ -408,16 +471,29 @@ static zf_status fs_set(zf_store *s, const char *key, const uint8_t *data, size_
         if (r < 0)
             what = "fsync";
     }
+    bool conflict = false;
     if (what) {
         int e = errno;
         close(fd);
         errno = e;
     } else if (close(fd) < 0 && errno != EINTR) {
         what = "close";
-    } else if (renameat(dfd, tmp, dfd, name) < 0) {
-        what = "rename";
+    } else {
+        /* the check (set_if) and the rename as one step for every zarrfs writer */
+        lock_dir(dfd, LOCK_EX);
+        if (conditional && !still_version(dfd, name, base))
+            conflict = true;
+        else if (renameat(dfd, tmp, dfd, name) < 0)
+            what = "rename";
+        int e = errno;
+        lock_dir(dfd, LOCK_UN);
+        errno = e;
     }
-    if (what) {
+    if (conflict) {
+        unlinkat(dfd, tmp, 0);
+        st = zf_fail(err, ZF_ERR_CONFLICT, "%s: changed by another writer since it was read",
+                     key);
+    } else if (what) {
         int e = errno;
         unlinkat(dfd, tmp, 0);
         errno = e;
@@ -429,7 +505,21 @@ static zf_status fs_set(zf_store *s, const char *key, const uint8_t *data, size_
     return st;
 }
 
-static zf_status fs_erase(zf_store *s, const char *key, zf_err *err)
+static zf_status fs_set(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                        zf_err *err)
+{
+    return fs_write(s, key, data, len, false, NULL, err);
+}
+
+static zf_status fs_set_if(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                           const zf_store_version *base, zf_err *err)
+{
+    return fs_write(s, key, data, len, true, base, err);
+}
+
+/* erase (conditional false) or erase_if (conditional, base). */
+static zf_status fs_remove(zf_store *s, const char *key, bool conditional,
+                           const zf_store_version *base, zf_err *err)
 {
     file_store *fs = (file_store *)s;
     if (has_temp_segment(key))
@@ -437,11 +527,19 @@ static zf_status fs_erase(zf_store *s, const char *key, zf_err *err)
     int dfd;
     const char *name;
     zf_status st = open_key_dir(fs, key, false, &dfd, &name, err);
-    if (st == ZF_ERR_NOT_FOUND)
-        return ZF_OK; /* its directory is gone, and the key with it */
+    if (st == ZF_ERR_NOT_FOUND) /* its directory is gone, and the key with it */
+        return conditional ? zf_fail(err, ZF_ERR_CONFLICT, "%s: removed by another writer", key)
+                           : ZF_OK;
     if (st != ZF_OK)
         return st;
-    if (unlinkat(dfd, name, 0) == 0) {
+    lock_dir(dfd, LOCK_EX); /* as renames are */
+    bool conflict = conditional && !still_version(dfd, name, base);
+    int r = conflict ? 0 : unlinkat(dfd, name, 0), e = errno;
+    lock_dir(dfd, LOCK_UN);
+    errno = e;
+    if (conflict) {
+        st = zf_fail(err, ZF_ERR_CONFLICT, "%s: changed by another writer since it was read", key);
+    } else if (r == 0) {
         if (sync_dir(dfd) < 0)
             st = write_errno(key, "fsync of its directory", err);
     } else if (errno != ENOENT && errno != EISDIR) { /* a directory is no value (get agrees) */
@@ -449,6 +547,17 @@ static zf_status fs_erase(zf_store *s, const char *key, zf_err *err)
     }
     close(dfd);
     return st;
+}
+
+static zf_status fs_erase(zf_store *s, const char *key, zf_err *err)
+{
+    return fs_remove(s, key, false, NULL, err);
+}
+
+static zf_status fs_erase_if(zf_store *s, const char *key, const zf_store_version *base,
+                             zf_err *err)
+{
+    return fs_remove(s, key, true, base, err);
 }
 
 /* When directory name in dfd holds nothing but temporary files (which a killed writer left
@@ -532,6 +641,9 @@ static const zf_store_ops file_ops = {
     .set = fs_set,
     .erase = fs_erase,
     .remove_dir = fs_remove_dir,
+    .read_versioned = fs_read_versioned,
+    .set_if = fs_set_if,
+    .erase_if = fs_erase_if,
 };
 
 zf_status zf_store_file_open(const char *root, zf_store **out, zf_err *err)

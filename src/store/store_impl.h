@@ -58,6 +58,8 @@ typedef struct zf_http_request {
     uint64_t max_body; /* 0: ZF_HTTP_MAX_VALUE */
     const uint8_t *body; /* PUT: what to send (may be NULL when body_len is 0) */
     size_t body_len;
+    const char *condition; /* PUT, DELETE: a precondition header line ("If-Match: \"ETAG\"",
+                              "If-None-Match: *") or NULL */
 } zf_http_request;
 
 typedef struct zf_http_response {

@@ -89,6 +89,12 @@ static zf_status request_rq(s3_store *s3, const char *key, zf_http_request rq,
     bool ranged = rq.kind == ZF_HTTP_RANGE || rq.kind == ZF_HTTP_SUFFIX || rq.kind == ZF_HTTP_GET;
     zf_status st = zf_http_perform(s3->http, &s3->base, &rq, r, err);
     free(url);
+    if (st == ZF_OK && rq.condition && (r->status == 412 || r->status == 409)) {
+        /* 412 Precondition Failed; 409 ConditionalRequestConflict: a concurrent write won */
+        zf_http_response_free(r);
+        return zf_fail(err, ZF_ERR_CONFLICT, "%s: changed by another writer since it was read",
+                       key);
+    }
     if (st == ZF_OK && (r->status != 416 || !ranged) &&
         (st = answer_status(s3, key, r, rq.kind == ZF_HTTP_PUT, err)) != ZF_OK)
         zf_http_response_free(r);
@@ -160,25 +166,50 @@ static zf_status s3_read_versioned(zf_store *s, const char *key, zf_read_kind ki
                                   s3_stat_v, out, ver, err);
 }
 
-static zf_status s3_set(zf_store *s, const char *key, const uint8_t *data, size_t len,
-                        zf_err *err)
+/* A PUT (data) or DELETE; with conditional, only while the object is still the version base
+ * (S3 conditional writes: If-Match with the ETag read; If-None-Match: * for a PUT of a key read as
+ * absent, base NULL). A version without an ETag cannot be checked: sent unconditionally. */
+static zf_status s3_write(zf_store *s, const char *key, zf_http_kind kind, const uint8_t *data,
+                          size_t len, bool conditional, const zf_store_version *base,
+                          zf_err *err)
 {
+    char cond[sizeof base->etag + 16];
+    const char *c = NULL;
+    if (conditional && base && base->etag[0])
+        snprintf(cond, sizeof cond, "If-Match: %s", base->etag), c = cond;
+    else if (conditional && !base)
+        c = "If-None-Match: *";
     zf_http_response r;
-    zf_http_request rq = {.kind = ZF_HTTP_PUT, .body = data, .body_len = len};
+    zf_http_request rq = {.kind = kind, .body = data, .body_len = len, .condition = c};
     zf_status st = request_rq((s3_store *)s, key, rq, &r, err);
     if (st == ZF_OK)
         zf_http_response_free(&r);
+    if (kind == ZF_HTTP_DELETE && st == ZF_ERR_NOT_FOUND) /* a 404 but NoSuchBucket: gone */
+        return c ? zf_fail(err, ZF_ERR_CONFLICT, "%s: removed by another writer", key) : ZF_OK;
     return st;
+}
+
+static zf_status s3_set(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                        zf_err *err)
+{
+    return s3_write(s, key, ZF_HTTP_PUT, data, len, false, NULL, err);
+}
+
+static zf_status s3_set_if(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                           const zf_store_version *base, zf_err *err)
+{
+    return s3_write(s, key, ZF_HTTP_PUT, data, len, true, base, err);
 }
 
 static zf_status s3_erase(zf_store *s, const char *key, zf_err *err)
 {
-    zf_http_response r;
-    zf_status st =
-        request_rq((s3_store *)s, key, (zf_http_request){.kind = ZF_HTTP_DELETE}, &r, err);
-    if (st == ZF_OK)
-        zf_http_response_free(&r);
-    return st == ZF_ERR_NOT_FOUND ? ZF_OK : st; /* a 404 but NoSuchBucket: already gone */
+    return s3_write(s, key, ZF_HTTP_DELETE, NULL, 0, false, NULL, err);
+}
+
+static zf_status s3_erase_if(zf_store *s, const char *key, const zf_store_version *base,
+                             zf_err *err)
+{
+    return s3_write(s, key, ZF_HTTP_DELETE, NULL, 0, true, base, err);
 }
 
 unsigned zf_s3_list_max_keys;
@@ -280,7 +311,9 @@ static const zf_store_ops s3_ops = {
     .list_dir = s3_list_dir,
     .destroy = s3_destroy,
     .set = s3_set,
+    .set_if = s3_set_if,
     .erase = s3_erase,
+    .erase_if = s3_erase_if,
     .remove_dir = NULL, /* no directories in S3: the dispatcher answers ZF_OK */
     .read_versioned = s3_read_versioned,
 };

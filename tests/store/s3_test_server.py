@@ -37,6 +37,11 @@ ROOT, ACCESS, SECRET, REGION = sys.argv[1:5]
 TOKEN = sys.argv[5] if len(sys.argv) > 5 else None
 COUNTS = {}
 LOCK = threading.Lock()
+PUT_LOCK = threading.Lock()
+
+
+def etag(data):
+    return '"%s"' % hashlib.md5(data).hexdigest()
 
 
 def uri_encode(s, keep_slash):
@@ -175,7 +180,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             data = f.read()
         size = len(data)
         headers = [("Last-Modified", self.date_time_string(int(os.path.getmtime(fpath)))),
-                   ("Content-Type", "binary/octet-stream"), ("Accept-Ranges", "bytes")]
+                   ("Content-Type", "binary/octet-stream"), ("Accept-Ranges", "bytes"),
+                   ("ETag", etag(data))]
         m = re.fullmatch(r"bytes=(\d*)-(\d*)", self.headers.get("Range") or "")
         if m and (m.group(1) or m.group(2)):
             a, b = m.group(1), m.group(2)
@@ -214,6 +220,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         fpath = self.object_path(bdir, key)
         if fpath is None:
             return
+        with PUT_LOCK:  # S3 conditional writes: the check and the write as one step
+            return self.store_object(fpath, body)
+
+    def store_object(self, fpath, body):
+        if_match, if_none = self.headers.get("If-Match"), self.headers.get("If-None-Match")
+        if if_match is not None or if_none is not None:
+            cur = None
+            if os.path.isfile(fpath):
+                with open(fpath, "rb") as f:
+                    cur = etag(f.read())
+            if (if_none == "*" and cur is not None) or (if_match is not None and
+                                                         if_match != cur):
+                return self.s3_error("PreconditionFailed", 412, "At least one of the "
+                                     "pre-conditions you specified did not hold")
         try:
             os.makedirs(os.path.dirname(fpath), exist_ok=True)
             tmp = "%s.tmp-%d" % (fpath, threading.get_ident())
@@ -222,12 +242,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
             os.replace(tmp, fpath)
         except OSError as e:
             return self.s3_error("InternalError", 500, "cannot store it here: %s" % e)
-        self.send(200, b"", [("ETag", '"%s"' % hashlib.md5(body).hexdigest())])
+        self.send(200, b"", [("ETag", etag(body))])
 
     def delete_object(self, bdir, key):
         fpath = self.object_path(bdir, key)
         if fpath is None:
             return
+        with PUT_LOCK:
+            return self.remove_object(bdir, fpath)
+
+    def remove_object(self, bdir, fpath):
+        if_match = self.headers.get("If-Match")
+        if if_match is not None:
+            if not os.path.isfile(fpath):
+                return self.s3_error("NoSuchKey", 404, "The specified key does not exist.")
+            with open(fpath, "rb") as f:
+                if etag(f.read()) != if_match:
+                    return self.s3_error("PreconditionFailed", 412, "At least one of the "
+                                         "pre-conditions you specified did not hold")
         if os.path.isfile(fpath):
             os.remove(fpath)
             d = os.path.dirname(fpath)

@@ -464,6 +464,51 @@ START_TEST(s3_write_errors)
 }
 END_TEST
 
+/* Conditional writes (If-Match / If-None-Match: *, signed like every header): the server answers
+ * 412 when the object changed, which is ZF_ERR_CONFLICT, not an error; the object stays as it was. */
+START_TEST(s3_conditional_writes)
+{
+    setup_env();
+    test_server sv;
+    if (!start(&sv, NULL))
+        return;
+    zf_store *s;
+    zf_err err = {""};
+    zf_store_options o = {.retries = 1};
+    ck_assert_msg(open_s3(&sv, "s3://zbucket/data.zarr", &o, &s, &err) == ZF_OK, "%s", err.msg);
+    ck_assert_int_eq(zf_store_set_if(s, "cas/k", (const uint8_t *)"one", 3, NULL, &err), ZF_OK);
+    expect_server_file("zbucket/data.zarr/cas/k", "one", 3);
+    ck_assert_int_eq(zf_store_set_if(s, "cas/k", (const uint8_t *)"two", 3, NULL, &err),
+                     ZF_ERR_CONFLICT);
+    ck_assert_msg(strstr(err.msg, "cas/k: changed by another writer"), "%s", err.msg);
+    zf_bytes b;
+    zf_store_version v;
+    ck_assert_int_eq(zf_store_read_versioned(s, "cas/k", ZF_READ_ALL, 0, 0, &b, &v, &err), ZF_OK);
+    zf_bytes_free(&b);
+    ck_assert_msg(v.etag[0] == '"', "%s", v.etag);
+    ck_assert_int_eq(zf_store_set_if(s, "cas/k", (const uint8_t *)"two", 3, &v, &err), ZF_OK);
+    expect_server_file("zbucket/data.zarr/cas/k", "two", 3);
+    ck_assert_int_eq(zf_store_set_if(s, "cas/k", (const uint8_t *)"three", 5, &v, &err),
+                     ZF_ERR_CONFLICT);
+    expect_server_file("zbucket/data.zarr/cas/k", "two", 3);
+    /* conditional DELETE: refused with the old version, done with the current one */
+    ck_assert_int_eq(zf_store_erase_if(s, "cas/k", &v, &err), ZF_ERR_CONFLICT);
+    expect_server_file("zbucket/data.zarr/cas/k", "two", 3);
+    ck_assert_int_eq(zf_store_read_versioned(s, "cas/k", ZF_READ_ALL, 0, 0, &b, &v, &err), ZF_OK);
+    zf_bytes_free(&b);
+    ck_assert_int_eq(zf_store_erase_if(s, "cas/k", &v, &err), ZF_OK);
+    ck_assert_ptr_null(server_file("zbucket/data.zarr/cas/k", &(size_t){0}));
+    ck_assert_int_eq(zf_store_erase_if(s, "cas/k", &v, &err), ZF_ERR_CONFLICT);
+    zf_store_stats st;
+    zf_store_get_stats(s, &st);
+    ck_assert_uint_eq(st.errors, 0);
+    ck_assert_uint_eq(st.retries, 0); /* a 412 is an answer, not retried */
+    zf_store_close(s);
+    test_server_stop(&sv);
+    cleanup();
+}
+END_TEST
+
 TCase *store_s3_tcase(void)
 {
     TCase *tc = tcase_create("s3");
@@ -471,5 +516,6 @@ TCase *store_s3_tcase(void)
     tcase_add_test(tc, s3_errors_and_profiles);
     tcase_add_test(tc, s3_writes);
     tcase_add_test(tc, s3_write_errors);
+    tcase_add_test(tc, s3_conditional_writes);
     return tc;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "zarrfs/store.h"
@@ -424,6 +425,127 @@ START_TEST(file_write_counters)
 }
 END_TEST
 
+/* Read key with its version (ZF_READ_ALL). */
+static zf_store_version read_version(zf_store *s, const char *key, zf_bytes *b)
+{
+    zf_store_version v;
+    zf_err err = {""};
+    ck_assert_msg(zf_store_read_versioned(s, key, ZF_READ_ALL, 0, 0, b, &v, &err) == ZF_OK,
+                  "%s: %s", key, err.msg);
+    return v;
+}
+
+START_TEST(file_set_if)
+{
+    zf_store *s = setup();
+    zf_err err = {""};
+    zf_bytes b;
+    /* absent: only a NULL base stores */
+    ck_assert_int_eq(zf_store_set_if(s, "d/k", (const uint8_t *)"one", 3, NULL, &err), ZF_OK);
+    expect_value(s, "d/k", "one", 3);
+    ck_assert_int_eq(zf_store_set_if(s, "d/k", (const uint8_t *)"two", 3, NULL, &err),
+                     ZF_ERR_CONFLICT);
+    ck_assert_msg(strstr(err.msg, "d/k") && strstr(err.msg, "another writer"), "%s", err.msg);
+    expect_value(s, "d/k", "one", 3);
+    /* the version read stores once; a second write with it is refused */
+    zf_store_version v = read_version(s, "d/k", &b);
+    ck_assert_uint_eq(b.len, 3);
+    ck_assert(v.has_size && v.size == 3 && v.etag[0]);
+    zf_bytes_free(&b);
+    ck_assert_int_eq(zf_store_set_if(s, "d/k", (const uint8_t *)"two", 3, &v, &err), ZF_OK);
+    expect_value(s, "d/k", "two", 3);
+    ck_assert_int_eq(zf_store_set_if(s, "d/k", (const uint8_t *)"three", 5, &v, &err),
+                     ZF_ERR_CONFLICT);
+    expect_value(s, "d/k", "two", 3);
+    /* a same-size rewrite by a plain set is a new version too */
+    zf_store_version v2 = read_version(s, "d/k", &b);
+    zf_bytes_free(&b);
+    ck_assert(!zf_store_version_equal(&v, &v2));
+    set_ok(s, "d/k", "TWO", 3);
+    ck_assert_int_eq(zf_store_set_if(s, "d/k", (const uint8_t *)"four", 4, &v2, &err),
+                     ZF_ERR_CONFLICT);
+    /* a conditional erase: refused for an old version, done for the current one */
+    ck_assert_int_eq(zf_store_erase_if(s, "d/k", &v2, &err), ZF_ERR_CONFLICT);
+    expect_value(s, "d/k", "TWO", 3);
+    zf_store_version v4 = read_version(s, "d/k", &b);
+    zf_bytes_free(&b);
+    ck_assert_int_eq(zf_store_erase_if(s, "d/k", &v4, &err), ZF_OK);
+    ck_assert_int_eq(zf_store_get(s, "d/k", &b, &err), ZF_ERR_NOT_FOUND);
+    ck_assert_int_eq(zf_store_erase_if(s, "d/k", &v4, &err), ZF_ERR_CONFLICT);
+    set_ok(s, "d/k", "TWO", 3);
+    /* erased meanwhile: the version no longer matches */
+    zf_store_version v3 = read_version(s, "d/k", &b);
+    zf_bytes_free(&b);
+    ck_assert_int_eq(zf_store_erase(s, "d/k", &err), ZF_OK);
+    ck_assert_int_eq(zf_store_set_if(s, "d/k", (const uint8_t *)"five", 4, &v3, &err),
+                     ZF_ERR_CONFLICT);
+    ck_assert_int_eq(zf_store_get(s, "d/k", &b, &err), ZF_ERR_NOT_FOUND);
+    /* no temporary file is left by refused writes; conflicts are not counted as errors */
+    ck_assert_int_eq(temps(), 0);
+    zf_store_stats st;
+    zf_store_get_stats(s, &st);
+    ck_assert_uint_eq(st.errors, 0);
+    teardown(s);
+}
+END_TEST
+
+/* Two processes, each with its own store on one directory, each adding 1 to a counter COUNT
+ * times by read, add, conditional write (retried on conflict): no increment may be lost. */
+#define CAS_COUNT 150
+static int cas_increments(void)
+{
+    zf_store *s;
+    zf_err err = {""};
+    if (zf_store_open(root, NULL, &s, &err) != ZF_OK)
+        return 1;
+    for (int i = 0; i < CAS_COUNT; i++) {
+        for (;;) {
+            zf_bytes b = {NULL, 0};
+            zf_store_version v;
+            zf_status st = zf_store_read_versioned(s, "c/counter", ZF_READ_ALL, 0, 0, &b, &v,
+                                                   &err);
+            if (st != ZF_OK && st != ZF_ERR_NOT_FOUND)
+                return 2;
+            char text[32] = "0";
+            if (st == ZF_OK)
+                snprintf(text, sizeof text, "%.*s", (int)b.len, (const char *)b.data);
+            zf_bytes_free(&b);
+            snprintf(text, sizeof text, "%ld", strtol(text, NULL, 10) + 1);
+            st = zf_store_set_if(s, "c/counter", (const uint8_t *)text, strlen(text),
+                                 st == ZF_OK ? &v : NULL, &err);
+            if (st == ZF_OK)
+                break;
+            if (st != ZF_ERR_CONFLICT)
+                return 3;
+        }
+    }
+    zf_store_close(s);
+    return 0;
+}
+
+START_TEST(file_set_if_two_processes)
+{
+    zf_store *s = setup();
+    pid_t pids[2];
+    for (int i = 0; i < 2; i++) {
+        pids[i] = fork();
+        ck_assert_int_ge(pids[i], 0);
+        if (pids[i] == 0)
+            _exit(cas_increments());
+    }
+    for (int i = 0; i < 2; i++) {
+        int ws;
+        ck_assert_int_eq(waitpid(pids[i], &ws, 0), pids[i]);
+        ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "writer %d: status %d", i, ws);
+    }
+    char want[32];
+    snprintf(want, sizeof want, "%d", 2 * CAS_COUNT);
+    expect_value(s, "c/counter", want, strlen(want));
+    ck_assert_int_eq(temps(), 0);
+    teardown(s);
+}
+END_TEST
+
 START_TEST(http_is_read_only)
 {
     zf_store *s;
@@ -454,6 +576,8 @@ TCase *store_write_tcase(void)
     tcase_add_test(tc, file_temp_files_hidden);
     tcase_add_test(tc, file_set_failures);
     tcase_add_test(tc, file_write_counters);
+    tcase_add_test(tc, file_set_if);
+    tcase_add_test(tc, file_set_if_two_processes);
     tcase_add_test(tc, http_is_read_only);
     return tc;
 }
