@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build zarrfs and run the whole test suite: unit tests (Check) and mounted integration tests,
-# in a normal build and in an AddressSanitizer + UndefinedBehaviorSanitizer build.
+# in a normal build and in an AddressSanitizer + UndefinedBehaviorSanitizer build; then the unit
+# tests and the concurrent mounted tests in a ThreadSanitizer build.
 # For a fresh Debian machine, as root: installs what is missing first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,14 +11,17 @@ zf_install_js_deps
 
 passed=0
 failed=0
-run_suite() { # builddir [meson setup options...]
-    local dir=$1 status=0 log ok
+run_suite() { # builddir [meson setup options...] [-- meson test arguments (test names)...]
+    local dir=$1 status=0 log ok setup=() tests=()
     shift
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do setup+=("$1"); shift; done
+    [ $# -gt 0 ] && shift && tests=("$@")
     if [ ! -f "$dir/build.ninja" ]; then
-        meson setup "$dir" "$@"
+        meson setup "$dir" "${setup[@]}"
     fi
     ninja -C "$dir"
-    meson test -C "$dir" --print-errorlogs --num-processes 2 --timeout-multiplier 2 || status=$?
+    meson test -C "$dir" --print-errorlogs --num-processes 2 --timeout-multiplier 2 "${tests[@]}" ||
+        status=$?
     log="$dir/meson-logs/testlog.json"
     ok=$(grep -c '"result": "OK"' "$log" || true)
     passed=$((passed + ok))
@@ -34,4 +38,15 @@ echo "== zarrfs tests: ASan + UBSan build (build-asan/)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
-echo "== all zarrfs tests passed (normal and sanitizer builds)"
+echo "== zarrfs tests: ThreadSanitizer build (build-tsan/): unit tests, and the mounted tests of"
+echo "   concurrency (cache single-flight, readahead workers, writeback, HTTP connection pool,"
+echo "   concurrent readers and writers, two daemons on one store)"
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+export ZF_DURABILITY_KILLS=20 # the kill loop's races are the same at 20 kills as at 100
+tsan_tests=()
+for t in write write_durability several_writers remote_http remote_faults disk_cache daemon; do
+    tsan_tests+=("integration-$t")
+done
+run_suite build-tsan -Db_sanitize=thread -Db_lundef=false -- --no-suite integration
+run_suite build-tsan -- "${tsan_tests[@]}"
+echo "== all zarrfs tests passed (normal, ASan+UBSan and TSan builds)"
