@@ -119,9 +119,10 @@ void zf_array_close(zf_array *a);
  * encoder is found when flushing instead), ZF_ERR_READONLY (the store cannot write). */
 zf_status zf_array_enable_write(zf_array *a, bool write_empty_chunks, zf_err *err);
 /* Write len bytes of buf at byte offset of the flat view; offset + len <= zf_array_nbytes.
- * Errors: ZF_ERR_IO (the old chunk could not be read, or too much written data could not be
- * stored), ZF_ERR_CORRUPT (an old chunk cannot be decoded: err names it), ZF_ERR_INVALID (past
- * the end, or not writable), ZF_ERR_NOMEM. */
+ * Errors: ZF_ERR_IO (the old chunk could not be read, or written data the store refuses would
+ * outgrow the cache), ZF_ERR_NO_SPACE (that, because the store is full), ZF_ERR_CORRUPT (an
+ * old chunk cannot be decoded: err names it), ZF_ERR_INVALID (past the end, or not writable),
+ * ZF_ERR_NOMEM. */
 zf_status zf_array_write(zf_array *a, uint64_t offset, const void *buf, size_t len,
                          zf_err *err);
 /* Store every dirty chunk of the array. Errors: the first failure (err names the chunk key);

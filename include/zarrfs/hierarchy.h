@@ -80,9 +80,16 @@ enum {
     ZF_SIDECAR_NPY = 1u << 3,
     ZF_SIDECAR_ALL = 0xfu,
 };
+#define ZF_SIDECAR_KINDS 4 /* how many kinds there are */
 /* Parse "envi,mhd,nhdr,npy" (any subset; "hdr" is "envi") into ZF_SIDECAR_* bits. False on an
  * unknown name. */
 bool zf_sidecars_parse(const char *list, unsigned *bits);
+
+/* The ids of the derived nodes made so far from array node `node` (at most max of them, one per
+ * sidecar kind, so ZF_SIDECAR_KINDS is enough): files whose size follows the array's, for the
+ * FUSE layer to tell the kernel when the array's size changed. Returns how many; 0 without
+ * sidecars. */
+size_t zf_hierarchy_derived_ids(zf_hierarchy *h, const zf_node *node, uint64_t *ids, size_t max);
 
 /* Read len bytes at off of a derived node (header, then the base array's bytes for .npy);
  * *got is short only at the end of the file. Errors: as zf_hierarchy_array and zf_array_read. */

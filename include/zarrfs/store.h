@@ -37,6 +37,7 @@ void zf_store_listing_free(zf_store_listing *l);
 
 typedef struct zf_store zf_store;
 struct zf_store_stats;
+struct zf_store_cond;
 
 /* What identifies one version of a value, as HTTP validators do (RFC 9110 "Validator Fields"): a
  * new ETag, Last-Modified or size means a new value. Remote backends report it with each read
@@ -81,11 +82,10 @@ typedef struct zf_store_ops {
     /* Optional: the traffic of a store that reads through several others (kerchunk
      * references: the sum over its targets); NULL: its own counters, or its inner store's. */
     void (*traffic)(zf_store *s, struct zf_store_stats *out);
-    /* Optional (writable backends that can tell one version from another): set, only when the
-     * value is still the one base names (base NULL: only when key has no value), as one atomic
-     * step; ZF_ERR_CONFLICT otherwise (zf_store_set_if). NULL: the dispatcher calls set. */
-    zf_status (*set_if)(zf_store *s, const char *key, const uint8_t *data, size_t len,
-                        const zf_store_version *base, zf_err *err);
+    /* Optional: set under the conditions of c (zf_store_set_cond), those the backend can check;
+     * NULL: the dispatcher calls set. */
+    zf_status (*set_cond)(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                          const struct zf_store_cond *c, zf_err *err);
     /* Optional: erase, only when the value is still the one base names (zf_store_erase_if).
      * NULL: the dispatcher calls erase. */
     zf_status (*erase_if)(zf_store *s, const char *key, const zf_store_version *base,
@@ -220,19 +220,41 @@ zf_status zf_store_list_dir(zf_store *s, const char *prefix, zf_store_listing *o
 bool zf_store_is_writable(const zf_store *s);
 /* Store len bytes of data as key's value, replacing any old value atomically.
  * Errors: ZF_ERR_READONLY (the backend cannot write), ZF_ERR_INVALID (invalid key), ZF_ERR_IO
- * (message names the key and the system's or server's reason), ZF_ERR_NOMEM. */
+ * (message names the key and the system's or server's reason), ZF_ERR_NO_SPACE (a local file
+ * system full or its quota used up: ENOSPC, EDQUOT), ZF_ERR_NOMEM. A failed set leaves the old
+ * value (or none) and no temporary file. */
 zf_status zf_store_set(zf_store *s, const char *key, const uint8_t *data, size_t len,
                        zf_err *err);
-/* A compare-and-swap for read-modify-write by several writers (two mounts of one store): store
- * len bytes of data as key's value only when the value stored is still the version base that
- * zf_store_read_versioned(ZF_READ_ALL) returned, or, with base NULL, only when key has no value.
- * Check and replacement are one atomic step against other zarrfs writers: local directories lock
- * the key's directory (flock(2)) around comparing the file's version (device, inode, ctime, size)
- * and the rename; S3 sends If-Match: ETAG (If-None-Match: * for NULL), a conditional write
- * (S3 API "PutObject", conditional writes; 412 Precondition Failed or 409 ConditionalRequest-
- * Conflict when it fails). A backend that cannot tell versions apart stores unconditionally.
- * Errors: ZF_ERR_CONFLICT (the value changed since it was read; nothing was written: read it
- * again, merge, and retry), else as zf_store_set. */
+/* Conditions on a set (zf_store_set_cond); a zeroed struct is none. */
+typedef struct zf_store_cond {
+    /* NULL, or the prefix of an array ("" or "group/array") that key lies below: where the
+     * backend has directories (local stores), the set happens only while that directory still
+     * exists — the directories between it and key are made, it is not — else ZF_ERR_NOT_FOUND
+     * and nothing stored, so that the chunks of an array whose directory was removed behind
+     * zarrfs's back do not make it again, holding chunks no metadata describes. */
+    const char *within;
+    /* A compare-and-swap for read-modify-write by several writers (two mounts of one store):
+     * store only when the value stored is still the version base that
+     * zf_store_read_versioned(ZF_READ_ALL) returned, or, with base NULL, only when key has no
+     * value; else ZF_ERR_CONFLICT, nothing written (read again, merge, retry). Check and
+     * replacement are one atomic step against other zarrfs writers: local directories lock the
+     * key's directory (flock(2)) around comparing the file's version (device, inode, ctime,
+     * size) and the rename; S3 sends If-Match: ETAG (If-None-Match: * for NULL), a conditional
+     * write (S3 API "PutObject", conditional writes: 412 Precondition Failed or 409
+     * ConditionalRequestConflict when it fails). A version without an ETag is not checked. */
+    bool if_version;
+    const zf_store_version *base;
+} zf_store_cond;
+
+/* zf_store_set under the conditions c (NULL: none) that the backend can check (a backend
+ * without directories ignores within; one without versions stores unconditionally).
+ * Errors: ZF_ERR_NOT_FOUND (within is gone), ZF_ERR_CONFLICT (the value is no longer base),
+ * else as zf_store_set. */
+zf_status zf_store_set_cond(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                            const zf_store_cond *c, zf_err *err);
+/* Shorthands of zf_store_set_cond: only below an existing `within`; only over version base. */
+zf_status zf_store_set_within(zf_store *s, const char *within, const char *key,
+                              const uint8_t *data, size_t len, zf_err *err);
 zf_status zf_store_set_if(zf_store *s, const char *key, const uint8_t *data, size_t len,
                           const zf_store_version *base, zf_err *err);
 /* Remove key; a key already absent is ZF_OK. Errors as zf_store_set. */

@@ -195,8 +195,9 @@ static zf_status throttle(zf_array *a, zf_err *err)
         return ZF_OK;
     zf_log_error("writing back written chunks failed: %s", ferr.msg);
     zf_cache_get_stats(a->cache, &cs);
-    if (cs.dirty_bytes > cap)
-        return zf_fail(err, ZF_ERR_IO, "written data cannot be stored: %s", ferr.msg);
+    if (cs.dirty_bytes > cap) /* the flush's status: ENOSPC for a full store, else EIO */
+        return zf_fail(err, st == ZF_ERR_NO_SPACE ? st : ZF_ERR_IO,
+                       "written data cannot be stored: %s", ferr.msg);
     return ZF_OK;
 }
 
@@ -228,6 +229,21 @@ zf_status zf_array_flush(zf_array *a, zf_err *err)
 
 /* ----- writeback ----- */
 
+/* Store a chunk (or shard) value, but not into an array directory removed behind zarrfs's back
+ * (zf_store_cond.within): that is a failure (EIO), and the chunk stays dirty. With if_version,
+ * only over version base of the value (NULL: only where there is none): ZF_ERR_CONFLICT else. */
+static zf_status store_value(zf_array *a, const char *key, const uint8_t *data, size_t len,
+                             bool if_version, const zf_store_version *base, zf_err *err)
+{
+    zf_store_cond c = {.within = a->prefix, .if_version = if_version, .base = base};
+    zf_status st = zf_store_set_cond(a->store, key, data, len, &c, err);
+    if (st == ZF_ERR_NOT_FOUND)
+        st = zf_fail(err, ZF_ERR_IO, "%s/: the array's directory is gone from the store "
+                     "(removed behind zarrfs's back?); its written chunks are kept in memory, "
+                     "not stored", a->prefix);
+    return st;
+}
+
 static zf_status store_chunk(zf_array *a, const char *key, const uint8_t *data, zf_err *err)
 {
     zf_err serr = {""};
@@ -235,7 +251,7 @@ static zf_status store_chunk(zf_array *a, const char *key, const uint8_t *data, 
     if (!a->write_empty_chunks && a->fill_defined && is_fill(a, data, a->chunk_nbytes)) {
         st = zf_store_erase(a->store, key, &serr);
     } else if (a->chain->n == 0) { /* stored as it is: no copy */
-        st = zf_store_set(a->store, key, data, a->chunk_nbytes, &serr);
+        st = store_value(a, key, data, a->chunk_nbytes, false, NULL, &serr);
     } else {
         uint8_t *out;
         size_t out_len;
@@ -244,7 +260,7 @@ static zf_status store_chunk(zf_array *a, const char *key, const uint8_t *data, 
         zf_array_count_encode(zf_array_now_ns() - t0, st == ZF_OK);
         if (st != ZF_OK)
             return zf_fail(err, st, "chunk %s: encoding: %s", key, serr.msg);
-        st = zf_store_set(a->store, key, out, out_len, &serr);
+        st = store_value(a, key, out, out_len, false, NULL, &serr);
         free(out);
     }
     if (st != ZF_OK)
@@ -334,7 +350,7 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
     uint64_t *old_index = NULL;
     zf_err serr = {""};
     /* Some inner chunks not written: read the stored shard for them, then store the merge only
-     * if the shard is still the one read (zf_store_set_if), so that another writer's inner
+     * if the shard is still the one read (zf_store_cond.if_version), so that another writer's inner
      * chunks written meanwhile (a second mount of the store) are merged, not lost. */
     bool partial = ndirty > 0 && ndirty < ninside;
     for (unsigned attempt = 0; st == ZF_OK && ndirty > 0; attempt++) {
@@ -378,8 +394,7 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
         } else if (erase) {
             st = zf_store_erase(a->store, key, &serr);
         } else {
-            st = partial ? zf_store_set_if(a->store, key, out, out_len, found ? &ver : NULL, &serr)
-                         : zf_store_set(a->store, key, out, out_len, &serr);
+            st = store_value(a, key, out, out_len, partial, found ? &ver : NULL, &serr);
         }
         free(out);
         zf_bytes_free(&old);

@@ -21,6 +21,7 @@ const char *zf_status_str(zf_status st)
     case ZF_ERR_NOT_DIR: return "not a group";
     case ZF_ERR_IS_DIR: return "is a group";
     case ZF_ERR_CONFLICT: return "changed by another writer";
+    case ZF_ERR_NO_SPACE: return "no space left in the store";
     }
     return "unknown status";
 }

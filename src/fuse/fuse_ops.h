@@ -11,6 +11,7 @@ typedef struct zf_fs {
     zf_hierarchy *h;
     bool rw;           /* -o rw: writes allowed (where the hierarchy can be written) */
     bool allow_delete; /* -o allow_delete: unlink deletes arrays */
+    struct fuse_session *se; /* for notifications to the kernel (NULL: none sent) */
 } zf_fs;
 
 extern const struct fuse_lowlevel_ops zf_fuse_ops;

@@ -565,6 +565,7 @@ int main(int argc, char *argv[])
     se = fuse_session_new(&args, &zf_fuse_ops, sizeof zf_fuse_ops, &fs);
     if (!se)
         goto out;
+    fs.se = se;
     if (fuse_set_signal_handlers(se) != 0)
         goto out_session;
     if (fuse_session_mount(se, cl.mountpoint) != 0) {

@@ -51,6 +51,7 @@ int zf_errno(zf_status st)
     case ZF_ERR_PERMISSION: return EPERM;
     case ZF_ERR_NOT_DIR: return ENOTDIR;
     case ZF_ERR_IS_DIR: return EISDIR;
+    case ZF_ERR_NO_SPACE: return ENOSPC;
     case ZF_ERR_IO:
     case ZF_ERR_CORRUPT:
     case ZF_ERR_CONFLICT:
@@ -147,6 +148,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
     if (conn->max_readahead < MAX_REQUEST)
         conn->max_readahead = MAX_REQUEST;
     conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
+    /* Writes reach the daemon as they happen (their errors reach the writer), and attribute
+     * notifications never wait for a writeback (notify_size_changed). */
+    conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -170,7 +174,9 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     }
     zf_status st = zf_hierarchy_child(H(req), dir, name, &n, &err);
     double ttl = zf_hierarchy_metadata_ttl(H(req));
-    if (st == ZF_ERR_NOT_FOUND && ttl > 0) { /* absent names are remembered briefly too */
+    /* Absent names are remembered briefly too, except on a writable mount, where a change of
+     * metadata makes names appear (the sidecars of a new array) without the kernel being told. */
+    if (st == ZF_ERR_NOT_FOUND && ttl > 0 && !writable(H(req))) {
         struct fuse_entry_param neg = {.ino = 0, .entry_timeout = ttl < 10 ? ttl : 10};
         fuse_reply_entry(req, &neg);
         return;
@@ -312,6 +318,28 @@ static void open_stats(fuse_req_t req, struct fuse_file_info *fi)
     fi->fh = (uintptr_t)sh;
     fi->direct_io = 1; /* no page cache: every read sees this open's snapshot */
     fuse_reply_open(req, fi);
+}
+
+/* Tell the kernel that the size of node n changed (its metadata did: a new array's document, a
+ * resize, a write past the end), and with it the size of the files derived from it (-o
+ * sidecars): it drops their cached attributes, so that the next stat asks again instead of
+ * showing the old size for up to the attribute timeout. Attributes only (offset -1): without a
+ * writeback cache (op_init) that never blocks (fuse_lowlevel.h), so it is safe inside any
+ * request handler, before its reply. An entry invalidation, which takes the parent directory's
+ * lock, is not needed: negative entries are not cached on writable mounts (op_lookup). With
+ * with_self false, n's own attributes are left alone (setattr replies with the new ones). */
+static void notify_size_changed(fuse_req_t req, const zf_node *n, bool with_self)
+{
+    struct fuse_session *se = FS(req)->se;
+    if (!se)
+        return;
+    uint64_t ids[ZF_SIDECAR_KINDS];
+    size_t k = zf_hierarchy_derived_ids(H(req), n, ids, ZF_SIDECAR_KINDS);
+    /* -ENOENT: the kernel does not know the inode (nothing cached to drop) */
+    if (with_self)
+        fuse_lowlevel_notify_inval_inode(se, n->id, -1, 0);
+    for (size_t i = 0; i < k; i++)
+        fuse_lowlevel_notify_inval_inode(se, ids[i], -1, 0);
 }
 
 /* Report a failed write-side operation (logged, counted) or reply 0. */
@@ -540,7 +568,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
     }
     zf_node *n = (zf_node *)(uintptr_t)fi->fh;
     zf_err err = {""};
+    uint64_t old_size = n->size;
     zf_status st = zf_hierarchy_write(H(req), n, (uint64_t)off, buf, size, &err);
+    if (n->size != old_size) /* grown to the rows the write reaches (even when it then failed) */
+        notify_size_changed(req, n, true);
     if (st != ZF_OK) {
         char what[600];
         snprintf(what, sizeof what, "%s: write of %zu bytes at %lld", n->path, size,
@@ -576,6 +607,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
             reply_change(req, st, &err, what);
             return;
         }
+        notify_size_changed(req, n, false);
     }
     /* Modes, owners and times are not kept (the store has none): accepted and left as they
      * are, as on file systems without them, so that cp, touch and tar work. */
@@ -847,13 +879,16 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
         return;
     zf_err err = {""};
     zf_status st;
-    if (strcmp(name, "user.zarr.attributes") == 0)
+    if (strcmp(name, "user.zarr.attributes") == 0) {
         st = zf_hierarchy_set_attributes(H(req), n, value, size, &err);
-    else if (strcmp(name, "user.zarr.metadata") == 0)
+    } else if (strcmp(name, "user.zarr.metadata") == 0) {
         st = zf_hierarchy_set_metadata(H(req), n, value, size, &err);
-    else
+        if (st == ZF_OK) /* created with size 0, which the kernel still has */
+            notify_size_changed(req, n, true);
+    } else {
         st = zf_fail(&err, ZF_ERR_UNSUPPORTED, "only user.zarr.attributes and "
                      "user.zarr.metadata can be set");
+    }
     char what[600];
     snprintf(what, sizeof what, "%s: %s", n->path[0] ? n->path : "/", name);
     reply_done(req, st, &err, what);

@@ -347,6 +347,8 @@ zf_status zf_hierarchy_mkdir(zf_hierarchy *h, zf_node *dir, const char *name, zf
                           : "{\n    \"zarr_format\": 3,\n    \"node_type\": \"group\",\n"
                             "    \"attributes\": {}\n}\n";
     st = set_doc(h, prefix, doc_name(h, ZF_NODE_GROUP), doc, strlen(doc), err);
+    if (st != ZF_OK) /* (a full store): not the directory it made without its document */
+        zf_store_remove_dir(h->store, prefix, NULL);
     free(prefix);
     if (st == ZF_OK) {
         listing_changed(dir);
@@ -523,6 +525,7 @@ zf_status zf_hierarchy_set_metadata(zf_hierarchy *h, zf_node *node, const char *
         return st == ZF_ERR_NOMEM ? st : zf_fail(err, ZF_ERR_INVALID, "%s", err->msg);
     }
     if ((st = set_doc(h, node->prefix, name, json, len, err)) != ZF_OK) {
+        zf_store_remove_dir(h->store, node->prefix, NULL); /* as zf_hierarchy_mkdir */
         zf_node_meta_free(&m);
         return st;
     }

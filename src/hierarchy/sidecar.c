@@ -128,6 +128,7 @@ static const kind_info KINDS[] = {
     {ZF_SIDECAR_NHDR, ".nhdr"}, {ZF_SIDECAR_NPY, ".npy"},
 };
 #define NKINDS (sizeof KINDS / sizeof KINDS[0])
+_Static_assert(NKINDS == ZF_SIDECAR_KINDS, "ZF_SIDECAR_KINDS in hierarchy.h");
 
 bool zf_sidecars_parse(const char *list, unsigned *bits)
 {
@@ -586,6 +587,30 @@ zf_status zf_h_sidecar_names(zf_hierarchy *h, const zf_node *node, const char *n
             return st;
     }
     return ZF_OK;
+}
+
+size_t zf_hierarchy_derived_ids(zf_hierarchy *h, const zf_node *node, uint64_t *ids, size_t max)
+{
+    size_t n = 0;
+    if (!h->sidecars || node->derived || node->is_dir)
+        return 0;
+    size_t pl = strlen(node->path);
+    char *path = malloc(pl + 16); /* the longest suffix is ".nhdr" */
+    if (!path)
+        return 0;
+    memcpy(path, node->path, pl);
+    pthread_mutex_lock(&h->mu);
+    for (size_t i = 0; i < NKINDS && n < max; i++) {
+        if (!(h->sidecars & KINDS[i].bit))
+            continue;
+        snprintf(path + pl, 16, "%s", KINDS[i].suffix);
+        zf_node *d = zf_h_find_locked(h, path);
+        if (d && d->derived && d->base == node)
+            ids[n++] = d->id;
+    }
+    pthread_mutex_unlock(&h->mu);
+    free(path);
+    return n;
 }
 
 zf_status zf_hierarchy_read_derived(zf_hierarchy *h, zf_node *node, uint64_t off, void *buf,

@@ -403,17 +403,35 @@ zf_status zf_store_set(zf_store *s, const char *key, const uint8_t *data, size_t
     return counted_write(s, s->ops->set(s, key, data, len, err), len);
 }
 
+zf_status zf_store_set_cond(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                            const zf_store_cond *c, zf_err *err)
+{
+    zf_status st = check_key(key, false, err);
+    if (st == ZF_OK && c && c->within)
+        st = check_key(c->within, true, err);
+    if (st != ZF_OK)
+        return st;
+    size_t wl = c && c->within ? strlen(c->within) : 0;
+    if (wl && (strncmp(key, c->within, wl) != 0 || key[wl] != '/'))
+        return zf_fail(err, ZF_ERR_INVALID, "\"%s\": not below \"%s\"", key, c->within);
+    if (!s->ops->set)
+        return read_only(s, err);
+    if (!s->ops->set_cond)
+        return counted_write(s, s->ops->set(s, key, data, len, err), len);
+    return counted_write(s, s->ops->set_cond(s, key, data, len, c, err), len);
+}
+
+zf_status zf_store_set_within(zf_store *s, const char *within, const char *key,
+                              const uint8_t *data, size_t len, zf_err *err)
+{
+    return zf_store_set_cond(s, key, data, len, &(zf_store_cond){.within = within}, err);
+}
+
 zf_status zf_store_set_if(zf_store *s, const char *key, const uint8_t *data, size_t len,
                           const zf_store_version *base, zf_err *err)
 {
-    zf_status st = check_key(key, false, err);
-    if (st != ZF_OK)
-        return st;
-    if (!s->ops->set)
-        return read_only(s, err);
-    if (!s->ops->set_if)
-        return counted_write(s, s->ops->set(s, key, data, len, err), len);
-    return counted_write(s, s->ops->set_if(s, key, data, len, base, err), len);
+    return zf_store_set_cond(s, key, data, len, &(zf_store_cond){.if_version = true, .base = base},
+                             err);
 }
 
 zf_status zf_store_erase(zf_store *s, const char *key, zf_err *err)

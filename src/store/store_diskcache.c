@@ -1192,10 +1192,10 @@ static zf_status dc_set(zf_store *s, const char *key, const uint8_t *data, size_
     return st;
 }
 
-static zf_status dc_set_if(zf_store *s, const char *key, const uint8_t *data, size_t len,
-                          const zf_store_version *base, zf_err *err)
+static zf_status dc_set_cond(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                            const zf_store_cond *c, zf_err *err)
 {
-    zf_status st = zf_store_set_if(s->inner, key, data, len, base, err);
+    zf_status st = zf_store_set_cond(s->inner, key, data, len, c, err);
     forget_key((dc_store *)s, key); /* after a conflict too: the next read must fetch anew */
     return st;
 }
@@ -1244,7 +1244,7 @@ static void dc_destroy(zf_store *s)
     .destroy = dc_destroy, .read_versioned = dc_read_versioned
 
 static const zf_store_ops dc_ops_ro = {DC_READ_OPS};
-static const zf_store_ops dc_ops_rw = {DC_READ_OPS, .set = dc_set, .set_if = dc_set_if,
+static const zf_store_ops dc_ops_rw = {DC_READ_OPS, .set = dc_set, .set_cond = dc_set_cond,
                                        .erase = dc_erase, .erase_if = dc_erase_if,
                                        .remove_dir = dc_remove_dir};
 

@@ -241,7 +241,8 @@ static zf_status fs_list_dir(zf_store *s, const char *prefix, zf_store_listing *
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
-/* A failed write step: ZF_ERR_IO naming the key and the system's reason. */
+/* A failed write step: ZF_ERR_IO naming the key and the system's reason; ZF_ERR_NO_SPACE when
+ * the file system is full or the quota used up (the writer sees ENOSPC, which more room cures). */
 static zf_status write_errno(const char *key, const char *what, zf_err *err)
 {
     int e = errno;
@@ -249,6 +250,8 @@ static zf_status write_errno(const char *key, const char *what, zf_err *err)
         return zf_fail(err, ZF_ERR_IO, "%s: refusing to leave the store directory", key);
     if (e == ENOMEM)
         return zf_fail(err, ZF_ERR_NOMEM, "%s: %s: %s", key, what, strerror(e));
+    if (e == ENOSPC || e == EDQUOT)
+        return zf_fail(err, ZF_ERR_NO_SPACE, "%s: %s: %s", key, what, strerror(e));
     return zf_fail(err, ZF_ERR_IO, "%s: %s: %s", key, what, strerror(e));
 }
 
@@ -301,10 +304,11 @@ static int make_dirs(int root_fd, char *dir)
 }
 
 /* The directory of key ("" for the root) as a descriptor opened beneath the root, and the key's
- * last segment in *name. With create, missing directories are made (make_dirs); without,
- * a missing directory is ZF_ERR_NOT_FOUND (nothing said). */
-static zf_status open_key_dir(file_store *fs, const char *key, bool create, int *dfd_out,
-                              const char **name, zf_err *err)
+ * last segment in *name. With create, missing directories are made (make_dirs), but none above
+ * or at `within` (a prefix of key; NULL or "": any): when that directory is missing too, the
+ * result is ZF_ERR_NOT_FOUND, as for a missing directory without create (nothing said). */
+static zf_status open_key_dir(file_store *fs, const char *key, bool create, const char *within,
+                              int *dfd_out, const char **name, zf_err *err)
 {
     const char *slash = strrchr(key, '/');
     *name = slash ? slash + 1 : key;
@@ -312,6 +316,14 @@ static zf_status open_key_dir(file_store *fs, const char *key, bool create, int 
     if (!dir)
         return ZF_ERR_NOMEM;
     int dfd = open_beneath(fs->root_fd, dir, O_RDONLY | O_DIRECTORY);
+    if (dfd < 0 && errno == ENOENT && create && within && within[0]) {
+        int wfd = open_beneath(fs->root_fd, within, O_PATH | O_DIRECTORY);
+        if (wfd >= 0)
+            close(wfd);
+        else if (errno == ENOENT || errno == ENOTDIR)
+            create = false; /* gone: not made again, "not found" below */
+        errno = ENOENT;     /* (the key's directory's) */
+    }
     if (dfd < 0 && errno == ENOENT && create)
         dfd = make_dirs(fs->root_fd, dir);
     if (dfd < 0) {
@@ -426,9 +438,9 @@ static bool still_version(int dfd, const char *name, const zf_store_version *bas
     return base && S_ISREG(sb.st_mode) && zf_store_version_equal(&cur, base);
 }
 
-/* set (conditional false) or set_if (conditional: base, which may be NULL). */
-static zf_status fs_write(zf_store *s, const char *key, const uint8_t *data, size_t len,
-                          bool conditional, const zf_store_version *base, zf_err *err)
+/* set (c NULL) or set_cond. */
+static zf_status fs_set_cond(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                             const zf_store_cond *c, zf_err *err)
 {
     file_store *fs = (file_store *)s;
     if (has_temp_segment(key))
@@ -436,7 +448,7 @@ static zf_status fs_write(zf_store *s, const char *key, const uint8_t *data, siz
                        "XXXXXX is kept for zarrfs's temporary files", key);
     int dfd;
     const char *name;
-    zf_status st = open_key_dir(fs, key, true, &dfd, &name, err);
+    zf_status st = open_key_dir(fs, key, true, c ? c->within : NULL, &dfd, &name, err);
     if (st != ZF_OK)
         return st;
     /* ".NAME.zarrfs-XXXXXX", NAME cut short where the whole would exceed NAME_MAX */
@@ -479,9 +491,9 @@ static zf_status fs_write(zf_store *s, const char *key, const uint8_t *data, siz
     } else if (close(fd) < 0 && errno != EINTR) {
         what = "close";
     } else {
-        /* the check (set_if) and the rename as one step for every zarrfs writer */
+        /* the version check (if_version) and the rename as one step for every zarrfs writer */
         lock_dir(dfd, LOCK_EX);
-        if (conditional && !still_version(dfd, name, base))
+        if (c && c->if_version && !still_version(dfd, name, c->base))
             conflict = true;
         else if (renameat(dfd, tmp, dfd, name) < 0)
             what = "rename";
@@ -508,13 +520,7 @@ static zf_status fs_write(zf_store *s, const char *key, const uint8_t *data, siz
 static zf_status fs_set(zf_store *s, const char *key, const uint8_t *data, size_t len,
                         zf_err *err)
 {
-    return fs_write(s, key, data, len, false, NULL, err);
-}
-
-static zf_status fs_set_if(zf_store *s, const char *key, const uint8_t *data, size_t len,
-                           const zf_store_version *base, zf_err *err)
-{
-    return fs_write(s, key, data, len, true, base, err);
+    return fs_set_cond(s, key, data, len, NULL, err);
 }
 
 /* erase (conditional false) or erase_if (conditional, base). */
@@ -526,7 +532,7 @@ static zf_status fs_remove(zf_store *s, const char *key, bool conditional,
         return zf_fail(err, ZF_ERR_INVALID, "%s: not a key (a temporary file's name)", key);
     int dfd;
     const char *name;
-    zf_status st = open_key_dir(fs, key, false, &dfd, &name, err);
+    zf_status st = open_key_dir(fs, key, false, NULL, &dfd, &name, err);
     if (st == ZF_ERR_NOT_FOUND) /* its directory is gone, and the key with it */
         return conditional ? zf_fail(err, ZF_ERR_CONFLICT, "%s: removed by another writer", key)
                            : ZF_OK;
@@ -600,7 +606,7 @@ static zf_status fs_remove_dir(zf_store *s, const char *prefix, zf_err *err)
         return zf_fail(err, ZF_ERR_INVALID, "%s: not a key (a temporary file's name)", prefix);
     int dfd;
     const char *name;
-    zf_status st = open_key_dir(fs, prefix, false, &dfd, &name, err);
+    zf_status st = open_key_dir(fs, prefix, false, NULL, &dfd, &name, err);
     if (st == ZF_ERR_NOT_FOUND)
         return ZF_OK;
     if (st != ZF_OK)
@@ -642,7 +648,7 @@ static const zf_store_ops file_ops = {
     .erase = fs_erase,
     .remove_dir = fs_remove_dir,
     .read_versioned = fs_read_versioned,
-    .set_if = fs_set_if,
+    .set_cond = fs_set_cond,
     .erase_if = fs_erase_if,
 };
 

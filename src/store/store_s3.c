@@ -195,10 +195,11 @@ static zf_status s3_set(zf_store *s, const char *key, const uint8_t *data, size_
     return s3_write(s, key, ZF_HTTP_PUT, data, len, false, NULL, err);
 }
 
-static zf_status s3_set_if(zf_store *s, const char *key, const uint8_t *data, size_t len,
-                           const zf_store_version *base, zf_err *err)
+/* No directories: c->within has nothing to check. */
+static zf_status s3_set_cond(zf_store *s, const char *key, const uint8_t *data, size_t len,
+                             const zf_store_cond *c, zf_err *err)
 {
-    return s3_write(s, key, ZF_HTTP_PUT, data, len, true, base, err);
+    return s3_write(s, key, ZF_HTTP_PUT, data, len, c && c->if_version, c ? c->base : NULL, err);
 }
 
 static zf_status s3_erase(zf_store *s, const char *key, zf_err *err)
@@ -311,7 +312,7 @@ static const zf_store_ops s3_ops = {
     .list_dir = s3_list_dir,
     .destroy = s3_destroy,
     .set = s3_set,
-    .set_if = s3_set_if,
+    .set_cond = s3_set_cond,
     .erase = s3_erase,
     .erase_if = s3_erase_if,
     .remove_dir = NULL, /* no directories in S3: the dispatcher answers ZF_OK */

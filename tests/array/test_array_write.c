@@ -603,6 +603,47 @@ START_TEST(write_errors)
 }
 END_TEST
 
+/* An array whose directory was removed from the store behind zarrfs's back: its written chunks
+ * are not stored (that would make the directory again, holding chunks no metadata describes)
+ * but kept dirty, and stored once the directory is back. */
+START_TEST(array_directory_gone)
+{
+    new_dir();
+    const char *zarray = zarray_u4("null", "7", 'C', '.');
+    char p[512];
+    snprintf(p, sizeof p, "%s/arr", dir);
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    zf_err err = {""};
+    zf_store *store;
+    ck_assert_int_eq(zf_store_file_open(dir, &store, &err), ZF_OK);
+    zf_node_meta meta;
+    ck_assert_int_eq(zf_meta_parse_v2_array(".zarray", zarray, strlen(zarray), NULL, &meta, &err),
+                     ZF_OK);
+    zf_cache *cache;
+    ck_assert_int_eq(zf_cache_new(1 << 20, &cache), ZF_OK);
+    zf_array *a;
+    ck_assert_int_eq(zf_array_open(store, "arr", &meta.array, cache, NULL, 1, &a, &err), ZF_OK);
+    ck_assert_int_eq(zf_array_enable_write(a, false, &err), ZF_OK);
+    uint8_t buf[4] = {1, 2, 3, 4};
+    ck_assert_int_eq(zf_array_write(a, 0, buf, 4, &err), ZF_OK);
+    ck_assert_int_eq(rmdir(p), 0);
+    ck_assert_int_eq(zf_array_flush(a, &err), ZF_ERR_IO);
+    ck_assert_msg(strstr(err.msg, "arr/: the array's directory is gone"), "%s", err.msg);
+    ck_assert(!file_exists("arr"));
+    zf_cache_stats cs;
+    zf_cache_get_stats(cache, &cs);
+    ck_assert_uint_eq(cs.dirty_entries, 1);
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    ck_assert_msg(zf_array_flush(a, &err) == ZF_OK, "%s", err.msg);
+    ck_assert(file_exists("arr/0.0"));
+    zf_array_close(a);
+    zf_cache_free(cache);
+    zf_node_meta_free(&meta);
+    zf_store_close(store);
+    remove_dir();
+}
+END_TEST
+
 /* A 0-d array: one element in chunk "0". */
 START_TEST(zero_dim_array)
 {
@@ -858,5 +899,5 @@ ZF_CHECK_MAIN("array-write", partial_writes_raw_c_order, partial_writes_raw_f_or
               fill_chunks_are_erased, fill_chunks_kept_with_write_empty_chunks,
               fill_null_never_erases, fill_zero_erases_zeros, new_fill_chunks_are_not_stored,
               edge_chunks_padded_with_fill, erase_chunk_rows_removes_rows, write_errors,
-              zero_dim_array, concurrent_disjoint_writes, concurrent_disjoint_writes_small_cache,
-              covered_chunks_enter_the_cache_whole)
+              array_directory_gone, zero_dim_array, concurrent_disjoint_writes,
+              concurrent_disjoint_writes_small_cache, covered_chunks_enter_the_cache_whole)

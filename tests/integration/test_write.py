@@ -476,6 +476,74 @@ class Hierarchy(zf.TestCase):
             shutil.rmtree(tmp)
 
 
+class KernelAttributes(zf.TestCase):
+    """Metadata changes made through a -o rw mount reach the kernel's attribute cache at once:
+    the size stat reports right after the setxattr that creates an array, a truncate, a write
+    past the end, for the array and its sidecars (-o sidecars). No sleeping: the attribute
+    timeout of a writable mount is a second, and these checks run well within it. Sizes are read
+    both with os.stat (stat(2)) and coreutils stat -c %s, which asks statx(2) for the size alone
+    (the kernel then trusts a cached size even where it refreshes other fields)."""
+
+    META = {"zarr_format": 2, "shape": [10, 4], "chunks": [3, 4], "dtype": "<f8",
+            "compressor": None, "fill_value": 1.5, "order": "C", "filters": None}
+    ROW = 4 * 8
+
+    def sizes(self, path):
+        r = zf.run(["stat", "-c", "%s", path])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return os.stat(path).st_size, int(r.stdout)
+
+    def check_npy(self, path, rows):
+        """path (a .npy sidecar) is an NPY header for (rows, 4) <f8 and that many bytes."""
+        want = rows * self.ROW
+        size = self.sizes(path)
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            shape, _fortran, dtype = np.lib.format._read_array_header(f, version)
+            data_at = f.tell()
+        self.assertEqual((shape, dtype), ((rows, 4), np.dtype("<f8")), path)
+        self.assertEqual(size, (data_at + want,) * 2, "%s: stat right after the change" % path)
+
+    def test_new_array_resize_and_growth(self):
+        tmp = tempfile.mkdtemp(prefix="zfw-attr-")
+        try:
+            store = os.path.join(tmp, "s.zarr")
+            zarr.open_group(store, mode="w")
+            with zf.Mount(store, options=["rw", "sidecars=npy,nhdr"], label="attrs") as m:
+                p = m.path("new")
+                open(p, "wb").close()
+                self.assertEqual(self.sizes(p), (0, 0))
+                self.assertFalse(os.path.exists(p + ".npy"))
+                os.setxattr(p, "user.zarr.metadata", json.dumps(self.META).encode())
+                self.assertEqual(self.sizes(p), (10 * self.ROW,) * 2, "stat after setxattr")
+                self.assertIn("new.npy", os.listdir(m.path()))
+                self.check_npy(p + ".npy", 10)
+                os.truncate(p, 20 * self.ROW)                       # grow
+                self.assertEqual(self.sizes(p), (20 * self.ROW,) * 2, "stat after truncate")
+                self.check_npy(p + ".npy", 20)
+                nhdr = self.sizes(p + ".nhdr")
+                with open(p + ".nhdr", "rb") as f:
+                    text = f.read()
+                self.assertIn(b"sizes: 4 20\n", text)   # NRRD: fastest axis first
+                self.assertEqual(nhdr, (len(text),) * 2, "new.nhdr: stat after truncate")
+                fd = os.open(p, os.O_WRONLY | os.O_APPEND)
+                try:
+                    os.write(fd, np.float64(7).tobytes())         # into a new row 21
+                finally:
+                    os.close(fd)
+                self.assertEqual(self.sizes(p), (21 * self.ROW,) * 2, "stat after appending")
+                self.check_npy(p + ".npy", 21)
+                os.truncate(p, 5 * self.ROW)                        # shrink
+                self.assertEqual(self.sizes(p), (5 * self.ROW,) * 2, "stat after shrinking")
+                self.check_npy(p + ".npy", 5)
+                self.assertEqual(json.loads(os.getxattr(p, "user.zarr.shape")), [5, 4])
+            z = zarr.open_array(os.path.join(store, "new"), "r")
+            self.assertEqual(z.shape, (5, 4))
+            self.assertTrue(np.all(z[:] == 1.5), z[:])
+        finally:
+            shutil.rmtree(tmp)
+
+
 class Writeback(zf.TestCase):
     """Written data reaches the store without fsync or close: a few seconds after the last write
     (the timer), and when the daemon is told to stop (SIGTERM, SIGINT)."""

@@ -402,6 +402,45 @@ START_TEST(file_set_failures)
 }
 END_TEST
 
+/* set_within: the directories below `within` are made, `within` itself is not (an array's
+ * directory removed behind zarrfs's back); "" is the root, always there. */
+START_TEST(file_set_within)
+{
+    zf_store *s = setup();
+    zf_err err = {""};
+    ck_assert_int_eq(zf_store_set_within(s, "g/arr", "g/arr/c/0/1", (const uint8_t *)"x", 1,
+                                         &err), ZF_ERR_NOT_FOUND);
+    ck_assert(!exists(root, "g"));
+    set_ok(s, "g/arr/zarr.json", "{}", 2);
+    ck_assert_msg(zf_store_set_within(s, "g/arr", "g/arr/c/0/1", (const uint8_t *)"x", 1,
+                                      &err) == ZF_OK, "%s", err.msg);
+    expect_value(s, "g/arr/c/0/1", "x", 1);
+    ck_assert_int_eq(zf_store_set_within(s, "g/arr", "g/other/0", (const uint8_t *)"x", 1,
+                                         &err), ZF_ERR_INVALID);
+    ck_assert_int_eq(zf_store_set_within(s, "g/ar", "g/arr/0", (const uint8_t *)"x", 1, &err),
+                     ZF_ERR_INVALID);
+    ck_assert_msg(zf_store_set_within(s, "", "new/0", (const uint8_t *)"y", 1, &err) == ZF_OK,
+                  "%s", err.msg);
+    expect_value(s, "new/0", "y", 1);
+    char p[256];
+    snprintf(p, sizeof p, "%s/g/arr/c/0/1", root);
+    ck_assert_int_eq(unlink(p), 0);
+    snprintf(p, sizeof p, "%s/g/arr/c/0", root);
+    ck_assert_int_eq(rmdir(p), 0);
+    snprintf(p, sizeof p, "%s/g/arr/c", root);
+    ck_assert_int_eq(rmdir(p), 0);
+    snprintf(p, sizeof p, "%s/g/arr/zarr.json", root);
+    ck_assert_int_eq(unlink(p), 0);
+    snprintf(p, sizeof p, "%s/g/arr", root);
+    ck_assert_int_eq(rmdir(p), 0);
+    ck_assert_int_eq(zf_store_set_within(s, "g/arr", "g/arr/c/0/1", (const uint8_t *)"x", 1,
+                                         &err), ZF_ERR_NOT_FOUND);
+    ck_assert(!exists(root, "g/arr"));
+    ck_assert_int_eq(temps(), 0);
+    teardown(s);
+}
+END_TEST
+
 START_TEST(file_write_counters)
 {
     zf_store *s = setup();
@@ -575,6 +614,7 @@ TCase *store_write_tcase(void)
     tcase_add_test(tc, file_writes_stay_inside);
     tcase_add_test(tc, file_temp_files_hidden);
     tcase_add_test(tc, file_set_failures);
+    tcase_add_test(tc, file_set_within);
     tcase_add_test(tc, file_write_counters);
     tcase_add_test(tc, file_set_if);
     tcase_add_test(tc, file_set_if_two_processes);
