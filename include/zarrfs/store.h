@@ -156,6 +156,12 @@ zf_status zf_store_open(const char *url, const zf_store_options *opts, zf_store 
 /* True for stores reached over the network (HTTP, S3): latency, not decoding, bounds them. */
 bool zf_store_is_remote(const zf_store *s);
 
+/* The store name url as messages, logs and /proc/mounts may show it: a copy with the password
+ * of a URL's userinfo hidden (scheme://user:password@host/... -> scheme://user:***@host/...; RFC
+ * 3986 3.2.1 deprecates passwords in URLs); anything without "://" (a local path) unchanged.
+ * malloc'ed; NULL when out of memory. */
+char *zf_url_redact(const char *url);
+
 /* HTTP(S) store below a base URL (v3 "Stores"; any web server: keys are URL paths below it).
  * get = GET, get_partial/get_suffix = GET with a Range header, stat = HEAD, list_dir = the
  * server's HTML index page (autoindex) where it makes one (ZF_ERR_UNSUPPORTED where it does not,

@@ -41,6 +41,7 @@ typedef struct zf_options {
     int rw, allow_delete, write_empty_chunks;
     int sidecars_all;    /* -o sidecars */
     char *sidecars;      /* -o sidecars=envi,mhd,nhdr,npy */
+    char *uid, *gid, *umask, *file_mode, *dir_mode; /* ownership and modes of the nodes */
 } zf_options;
 
 #define ZF_OPT(t, p) {t, offsetof(zf_options, p), 1}
@@ -60,6 +61,9 @@ static const struct fuse_opt zf_opts[] = {
     /* Writing: -o rw (mount(8) passes it unless told "ro"); "ro" goes on to FUSE. */
     ZF_OPT("rw", rw),
     ZF_OPT("sidecars", sidecars_all),     ZF_OPT("sidecars=%s", sidecars),
+    ZF_OPT("uid=%s", uid),                ZF_OPT("gid=%s", gid),
+    ZF_OPT("umask=%s", umask),            ZF_OPT("file_mode=%s", file_mode),
+    ZF_OPT("dir_mode=%s", dir_mode),
     FUSE_OPT_END,
 };
 
@@ -107,7 +111,17 @@ static void usage(const char *prog)
            "                           (default: read-only)\n"
            "    -o write_empty_chunks  store chunks holding only the fill value (default:\n"
            "                           erase them)\n"
-           "    -o allow_delete        let unlink delete arrays (default: EPERM)\n\n"
+           "    -o allow_delete        let unlink delete arrays (default: EPERM)\n"
+           "\nownership (the kernel checks the modes; other users need -o allow_other):\n"
+           "    -o uid=N, -o gid=N     owner and group of every file and directory (default:\n"
+           "                           the user and group running zarrfs)\n"
+           "    -o umask=NNN           octal; files 0666 and directories 0777 without these\n"
+           "                           bits (default: 022)\n"
+           "    -o file_mode=NNN       octal mode of files, umask not applied (default: from\n"
+           "                           umask)\n"
+           "    -o dir_mode=NNN        octal mode of directories, umask not applied\n"
+           "                           (default: from umask); no write bits ever on a\n"
+           "                           read-only mount or a derived file\n\n"
            "    -f                     stay in the foreground (default: background)\n"
            "    -V, --version          print the version\n"
            "    -h, --help             print this help\n\n",
@@ -205,6 +219,89 @@ static bool parse_seconds(const char *s, bool zero_ok, double *out)
         return false;
     *out = v;
     return true;
+}
+
+/* "1000" -> a user or group id: decimal, below 2^32 - 1 (which chown(2) takes for "leave it"). */
+static bool parse_id(const char *s, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || !isdigit((unsigned char)*s) || *end || v >= UINT32_MAX)
+        return false;
+    *out = (unsigned)v;
+    return true;
+}
+
+/* -o NAME=VALUE, octal permission bits such as 0750 (at most 0777), into *out when given. False,
+ * having said why on stderr, when malformed. */
+static bool mode_option(const char *name, const char *value, mode_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = value ? strtoull(value, &end, 8) : 0;
+    if (value && (errno || !isdigit((unsigned char)*value) || *end || v > 0777)) {
+        fprintf(stderr, "zarrfs: -o %s=%s: expected octal permission bits such as 0750\n", name,
+                value);
+        return false;
+    }
+    if (value)
+        *out = (mode_t)v;
+    return true;
+}
+
+/* -o uid, gid, umask, file_mode, dir_mode -> the owner and modes of fs's nodes. Owner: as given,
+ * else the user and group running zarrfs. Modes: file_mode and dir_mode as given (the umask does
+ * not apply to them), else 0666 and 0777 without the umask's bits (022 unless given); ops.c takes
+ * the write bits away on read-only mounts and from derived files. False, having said why on
+ * stderr, when a value is malformed. */
+static bool parse_ownership(const zf_options *o, zf_fs *fs)
+{
+    unsigned id;
+    fs->uid = geteuid();
+    fs->gid = getegid();
+    if (o->uid && !parse_id(o->uid, &id)) {
+        fprintf(stderr, "zarrfs: -o uid=%s: expected a numeric user id\n", o->uid);
+        return false;
+    }
+    if (o->uid)
+        fs->uid = id;
+    if (o->gid && !parse_id(o->gid, &id)) {
+        fprintf(stderr, "zarrfs: -o gid=%s: expected a numeric group id\n", o->gid);
+        return false;
+    }
+    if (o->gid)
+        fs->gid = id;
+    mode_t umask_bits = 022;
+    if (!mode_option("umask", o->umask, &umask_bits))
+        return false;
+    fs->file_mode = 0666 & ~umask_bits;
+    fs->dir_mode = 0777 & ~umask_bits;
+    return mode_option("file_mode", o->file_mode, &fs->file_mode) &&
+           mode_option("dir_mode", o->dir_mode, &fs->dir_mode);
+}
+
+/* Hide the password of a store URL from the command line other users see (ps(1) and
+ * /proc/PID/cmdline read this process's argument strings): overwritten with '*' in place once
+ * the options are parsed (fuse_opt_parse works on copies). The moment between exec and here
+ * remains. */
+static void hide_password_in_argv(int argc, char *argv[], const char *store)
+{
+    char *shown = zf_url_redact(store);
+    size_t len = strlen(store), pre = 0, suf = 0;
+    if (!shown || strcmp(shown, store) == 0) {
+        free(shown);
+        return;
+    }
+    size_t slen = strlen(shown);
+    while (store[pre] == shown[pre])
+        pre++; /* where the password starts */
+    while (suf < len - pre && suf < slen && store[len - 1 - suf] == shown[slen - 1 - suf])
+        suf++; /* "@host/..." */
+    free(shown);
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], store) == 0)
+            memset(argv[i] + pre, '*', len - suf - pre);
 }
 
 /* fsname=STORE for /proc/mounts, with ',' and '\' escaped for the -o list. */
@@ -454,6 +551,7 @@ int main(int argc, char *argv[])
     struct fuse_cmdline_opts cl = {0};
     zf_hierarchy *h = NULL;
     struct fuse_session *se = NULL;
+    char *shown = NULL; /* the store as /proc/mounts, file names and logs show it */
     int ret = 1;
 
     if (fuse_opt_parse(&args, &o, zf_opts, opt_proc) != 0)
@@ -472,7 +570,13 @@ int main(int argc, char *argv[])
         ret = 0;
         goto out;
     }
-    char *mo = o.store ? mount_opts(o.store, o.rw) : NULL;
+    /* No password of a store URL in /proc/mounts (readable by every user), in the logs, or in
+     * the command line. */
+    if (o.store && !(shown = zf_url_redact(o.store)))
+        goto out;
+    if (o.store)
+        hide_password_in_argv(argc, argv, o.store);
+    char *mo = shown ? mount_opts(shown, o.rw) : NULL;
     if (mo) {
         fuse_opt_add_arg(&args, mo);
         free(mo);
@@ -507,6 +611,9 @@ int main(int argc, char *argv[])
         fprintf(stderr, "zarrfs: -o cache_size=%s: expected a size such as 512M\n", o.cache_size);
         goto out;
     }
+    zf_fs fs = {0};
+    if (!parse_ownership(&o, &fs))
+        goto out;
     zf_store_options sopts = {
         .insecure = o.insecure, .anonymous = o.anonymous,
         .retries = o.retries == UINT_MAX ? ZF_STORE_DEFAULT_RETRIES : o.retries,
@@ -542,7 +649,7 @@ int main(int argc, char *argv[])
     if (st == ZF_OK && zf_store_is_remote(store))
         remote_url = strdup(store->url);
     if (st == ZF_OK)
-        st = zf_hierarchy_open(store, o.store, &hopts, &h, &err);
+        st = zf_hierarchy_open(store, shown, &hopts, &h, &err);
     if (st != ZF_OK) {
         const char *msg = err.msg[0] ? err.msg : zf_status_str(st);
         if (remote_url && st == ZF_ERR_IO)
@@ -561,7 +668,9 @@ int main(int argc, char *argv[])
         o.rw = 0;
         fuse_opt_add_arg(&args, "-oro");
     }
-    zf_fs fs = {.h = h, .rw = o.rw, .allow_delete = o.allow_delete};
+    fs.h = h;
+    fs.rw = o.rw;
+    fs.allow_delete = o.allow_delete;
     se = fuse_session_new(&args, &zf_fuse_ops, sizeof zf_fuse_ops, &fs);
     if (!se)
         goto out;
@@ -577,7 +686,7 @@ int main(int argc, char *argv[])
         goto out_unmount;
     if (!cl.foreground)
         zf_log_to_syslog(true); /* stderr is /dev/null from here on */
-    zf_log_info("mounted %s at %s", o.store, cl.mountpoint);
+    zf_log_info("mounted %s at %s", shown, cl.mountpoint);
     stats_logger sl = {.fs = &fs, .seconds = o.stats_log, .tick = log_stats};
     stats_log_start(&sl);
     stats_logger wb = {.fs = &fs, .seconds = o.rw ? 1 : 0, .tick = writeback_tick};
@@ -600,6 +709,7 @@ out:
     zf_hierarchy_free(h);
     free(cl.mountpoint);
     free(o.store);
+    free(shown);
     free(o.cache_size);
     free(o.log_level);
     free(o.timeout);
@@ -610,6 +720,11 @@ out:
     free(o.profile);
     free(o.disk_cache);
     free(o.disk_cache_size);
+    free(o.uid);
+    free(o.gid);
+    free(o.umask);
+    free(o.file_mode);
+    free(o.dir_mode);
     fuse_opt_free_args(&args);
     return ret;
 }

@@ -66,12 +66,21 @@ static zf_fs *FS(fuse_req_t req) { return fuse_req_userdata(req); }
 /* Writable: mounted -o rw and the hierarchy allows it (dialect, store). */
 static bool writable(zf_hierarchy *h) { return zf_hierarchy_can_write(h, NULL) == ZF_OK; }
 
-static void node_attr(const zf_node *n, struct stat *st, bool rw)
+/* Owner, group and permission bits of every node (-o uid, gid, umask, file_mode, dir_mode); the
+ * write bits only where writes can succeed (rw). */
+static void owner_attr(const zf_fs *fs, bool is_dir, bool rw, struct stat *st)
+{
+    mode_t mode = is_dir ? fs->dir_mode : fs->file_mode;
+    st->st_mode = (is_dir ? S_IFDIR : S_IFREG) | (rw ? mode : mode & ~(mode_t)0222);
+    st->st_uid = fs->uid;
+    st->st_gid = fs->gid;
+}
+
+static void node_attr(const zf_fs *fs, const zf_node *n, struct stat *st, bool rw)
 {
     memset(st, 0, sizeof *st);
     st->st_ino = n->id;
-    rw = rw && !n->derived; /* files derived from an array are read-only */
-    st->st_mode = n->is_dir ? S_IFDIR | (rw ? 0755 : 0555) : S_IFREG | (rw ? 0644 : 0444);
+    owner_attr(fs, n->is_dir, rw && !n->derived, st); /* files derived from an array: read-only */
     st->st_nlink = n->is_dir ? 2 : 1;
     st->st_size = n->is_dir ? 0 : (off_t)n->size;
     st->st_blksize = 4096;
@@ -125,12 +134,12 @@ static zf_node *node_of(fuse_req_t req, fuse_ino_t ino)
 
 char *zf_fuse_stats_json(zf_fs *fs) { return zf_hierarchy_stats_json(fs->h, replies_failed); }
 
-static void stats_attr(zf_hierarchy *h, struct stat *st)
+static void stats_attr(const zf_fs *fs, struct stat *st)
 {
-    char *json = zf_hierarchy_stats_json(h, replies_failed);
+    char *json = zf_hierarchy_stats_json(fs->h, replies_failed);
     memset(st, 0, sizeof *st);
     st->st_ino = STATS_INO;
-    st->st_mode = S_IFREG | 0444;
+    owner_attr(fs, false, false, st);
     st->st_nlink = 1;
     st->st_size = json ? (off_t)strlen(json) : 0;
     st->st_blksize = 4096;
@@ -168,7 +177,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         if (zf_hierarchy_child(H(req), dir, name, &n, NULL) == ZF_OK && !atomic_exchange(&warned, true))
             zf_log_warn("/%s: a node of this name is hidden by zarrfs's statistics file", name);
         struct fuse_entry_param e = {.ino = STATS_INO, .attr_timeout = 0, .entry_timeout = ATTR_TIMEOUT};
-        stats_attr(H(req), &e.attr);
+        stats_attr(FS(req), &e.attr);
         fuse_reply_entry(req, &e);
         return;
     }
@@ -189,7 +198,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     }
     struct fuse_entry_param e = {.ino = n->id, .attr_timeout = attr_timeout(H(req)),
                                  .entry_timeout = attr_timeout(H(req))};
-    node_attr(n, &e.attr, writable(H(req)));
+    node_attr(FS(req), n, &e.attr, writable(H(req)));
     fuse_reply_entry(req, &e);
 }
 
@@ -198,7 +207,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     (void)fi;
     if (ino == STATS_INO) {
         struct stat st;
-        stats_attr(H(req), &st);
+        stats_attr(FS(req), &st);
         fuse_reply_attr(req, &st, 0);
         return;
     }
@@ -206,7 +215,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     if (!n)
         return;
     struct stat st;
-    node_attr(n, &st, writable(H(req)));
+    node_attr(FS(req), n, &st, writable(H(req)));
     fuse_reply_attr(req, &st, attr_timeout(H(req)));
 }
 
@@ -255,7 +264,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     for (size_t i = 0; i < d->n; i++) {
         zf_node *c;
         if (zf_hierarchy_child(H(req), n, d->names[i], &c, NULL) == ZF_OK)
-            node_attr(c, &d->attrs[i], false);
+            node_attr(FS(req), c, &d->attrs[i], false);
         else
             d->attrs[i] = (struct stat){.st_ino = UINT64_MAX - i, .st_mode = S_IFREG};
     }
@@ -612,7 +621,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
     /* Modes, owners and times are not kept (the store has none): accepted and left as they
      * are, as on file systems without them, so that cp, touch and tar work. */
     struct stat st;
-    node_attr(n, &st, true);
+    node_attr(FS(req), n, &st, true);
     fuse_reply_attr(req, &st, attr_timeout(H(req)));
 }
 
@@ -633,7 +642,7 @@ static void reply_new_entry(fuse_req_t req, zf_node *n, struct fuse_file_info *f
 {
     struct fuse_entry_param e = {.ino = n->id, .attr_timeout = attr_timeout(H(req)),
                                  .entry_timeout = attr_timeout(H(req))};
-    node_attr(n, &e.attr, true);
+    node_attr(FS(req), n, &e.attr, true);
     if (fi) {
         fi->fh = (uintptr_t)n;
         fuse_reply_create(req, &e, fi);

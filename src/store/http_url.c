@@ -91,7 +91,9 @@ char *zf_url_decode(const char *s, size_t n, size_t *len)
 char *zf_url_redact(const char *url)
 {
     const char *auth = strstr(url, "://");
-    auth = auth ? auth + 3 : url;
+    if (!auth)
+        return strdup(url);
+    auth += 3;
     size_t hl = strcspn(auth, "/?#");
     const char *at = memrchr(auth, '@', hl);
     const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;

@@ -166,25 +166,31 @@ static zf_status open_remote_refs(const char *url, const zf_store_options *opts,
 {
     const char *slash = strrchr(url, '/');
     const char *scheme_end = strstr(url, "://") + 3;
-    if (!slash || slash < scheme_end || !slash[1])
-        return zf_fail(err, ZF_ERR_INVALID, "%s: no file name in the URL", url);
-    char *parent = strndup(url, (size_t)(slash - url));
-    if (!parent)
+    char *shown = zf_url_redact(url); /* its name in messages and in its location */
+    if (!shown)
         return ZF_ERR_NOMEM;
+    if (!slash || slash < scheme_end || !slash[1]) {
+        zf_status st = zf_fail(err, ZF_ERR_INVALID, "%s: no file name in the URL", shown);
+        free(shown);
+        return st;
+    }
+    char *parent = strndup(url, (size_t)(slash - url));
     zf_store *web;
-    zf_status st = s3 ? zf_store_s3_open(parent, opts, &web, err)
-                      : zf_store_http_open(parent, opts, &web, err);
+    zf_status st = !parent ? ZF_ERR_NOMEM
+                   : s3    ? zf_store_s3_open(parent, opts, &web, err)
+                           : zf_store_http_open(parent, opts, &web, err);
     if (st == ZF_OK) {
         zf_bytes b = {0};
         st = zf_store_get(web, slash + 1, &b, err);
         zf_store_close(web);
         if (st == ZF_ERR_NOT_FOUND)
-            st = zf_fail(err, ZF_ERR_NOT_FOUND, "%s: not found", url);
+            st = zf_fail(err, ZF_ERR_NOT_FOUND, "%s: not found", shown);
         if (st == ZF_OK)
-            st = zf_store_refs_open(url, (const char *)b.data, b.len, parent, opts, out, err);
+            st = zf_store_refs_open(shown, (const char *)b.data, b.len, parent, opts, out, err);
         zf_bytes_free(&b);
     }
     free(parent);
+    free(shown);
     return st;
 }
 
@@ -195,19 +201,23 @@ static zf_status open_remote_zip(const char *url, const zf_store_options *opts, 
 {
     const char *slash = strrchr(url, '/');
     const char *scheme_end = strstr(url, "://") + 3;
-    if (!slash || slash < scheme_end || !slash[1])
-        return zf_fail(err, ZF_ERR_INVALID, "%s: no archive name in the URL", url);
-    char *parent = strndup(url, (size_t)(slash - url));
-    if (!parent)
+    char *shown = zf_url_redact(url); /* its name in messages */
+    if (!shown)
         return ZF_ERR_NOMEM;
-    zf_store *inner;
-    zf_status st = s3 ? zf_store_s3_open(parent, opts, &inner, err)
-                      : zf_store_http_open(parent, opts, &inner, err);
-    free(parent);
-    if (st != ZF_OK)
+    if (!slash || slash < scheme_end || !slash[1]) {
+        zf_status st = zf_fail(err, ZF_ERR_INVALID, "%s: no archive name in the URL", shown);
+        free(shown);
         return st;
-    if ((st = zf_store_zip_open(inner, slash + 1, url, out, err)) != ZF_OK)
+    }
+    char *parent = strndup(url, (size_t)(slash - url));
+    zf_store *inner;
+    zf_status st = !parent ? ZF_ERR_NOMEM
+                   : s3    ? zf_store_s3_open(parent, opts, &inner, err)
+                           : zf_store_http_open(parent, opts, &inner, err);
+    free(parent);
+    if (st == ZF_OK && (st = zf_store_zip_open(inner, slash + 1, shown, out, err)) != ZF_OK)
         zf_store_close(inner);
+    free(shown);
     return st;
 }
 

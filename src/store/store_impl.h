@@ -135,8 +135,6 @@ char *zf_url_join_key(const char *base, const char *key, bool trailing_slash);
 /* Percent-decode n bytes (a '%' not followed by two hex digits is kept as it is), NUL-terminated,
  * its length in *len (a decoded %00 makes it differ from strlen). NULL when out of memory. */
 char *zf_url_decode(const char *s, size_t n, size_t *len);
-/* http(s)://user:password@host/... → http(s)://user:***@host/... (a copy for messages). */
-char *zf_url_redact(const char *url);
 
 /* pread until n bytes or the end of the file (EINTR retried): the bytes read, or -1 with errno
  * set when a read failed. */

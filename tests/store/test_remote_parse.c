@@ -447,6 +447,12 @@ START_TEST(urls)
     s = zf_url_redact("https://host/a:b@c");
     ck_assert_str_eq(s, "https://host/a:b@c");
     free(s);
+    s = zf_url_redact("data/a:b@c.zarr"); /* a local path (no "://"): as it is */
+    ck_assert_str_eq(s, "data/a:b@c.zarr");
+    free(s);
+    s = zf_url_redact("s3://bucket/a:b@c");
+    ck_assert_str_eq(s, "s3://bucket/a:b@c");
+    free(s);
 }
 END_TEST
 
