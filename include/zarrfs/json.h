@@ -8,10 +8,18 @@
 
 #include "zarrfs/status.h"
 
+/* Bounds on the JSON documents zarrfs parses (metadata, consolidated metadata, kerchunk
+ * references): their size in bytes, and how deep arrays and objects nest (yajl's tree and the
+ * code walking it recurse once per level). */
+#define ZF_JSON_MAX_TEXT ((size_t)512 << 20)
+#define ZF_JSON_MAX_DEPTH 512
+
 /* Parse len bytes of text (need not be NUL-terminated). Python's bare NaN, Infinity and
  * -Infinity tokens are accepted: they become marked strings that zf_json_special names and
  * zf_json_dump writes back bare. Errors: ZF_ERR_INVALID with
- * err = "<key>: not valid JSON (<parser message>)"; ZF_ERR_NOMEM. Free with yajl_tree_free. */
+ * err = "<key>: not valid JSON (<parser message>)", or "<key>: JSON document larger than
+ * 512 MiB" / "<key>: JSON nested deeper than 512 levels" beyond ZF_JSON_MAX_TEXT /
+ * ZF_JSON_MAX_DEPTH; ZF_ERR_NOMEM. Free with yajl_tree_free. */
 zf_status zf_json_parse(const char *key, const char *text, size_t len, yajl_val *out, zf_err *err);
 
 /* "NaN", "Infinity" or "-Infinity" when v stands for that bare token, else NULL. */

@@ -304,7 +304,8 @@ bool zf_zip_looks_like_archive(const uint8_t *head, size_t head_len, const uint8
  * templates ({{name}}, name(arg='v'), integer arithmetic) and gen (keys generated over
  * dimensions, ranges or lists). Targets are local paths (relative ones below dir, the reference
  * file's directory or URL), file://, http(s):// and s3:// URLs, read through one store per
- * distinct parent (opts for the remote ones). A range past a target's end, a missing or failing
+ * distinct parent (opts for the remote ones); when dir is a URL (a reference file fetched from a
+ * server) local targets (absolute paths, file://) are refused (ZF_ERR_UNSUPPORTED). A range past a target's end, a missing or failing
  * target is ZF_ERR_IO (logged with the key and target). name is for messages. Errors at open:
  * ZF_ERR_INVALID (malformed JSON or references, a template that does not resolve: the message
  * names the key), ZF_ERR_UNSUPPORTED (another version, a target scheme not served), ZF_ERR_IO (a

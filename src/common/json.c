@@ -62,8 +62,38 @@ const char *zf_json_special(yajl_val v)
     return NULL;
 }
 
+/* Whether arrays and objects nest at most ZF_JSON_MAX_DEPTH deep (brackets in strings aside). */
+static bool depth_ok(const char *text, size_t len)
+{
+    size_t depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > ZF_JSON_MAX_DEPTH)
+                return false;
+        } else if ((c == ']' || c == '}') && depth) {
+            depth--;
+        }
+    }
+    return true;
+}
+
 zf_status zf_json_parse(const char *key, const char *text, size_t len, yajl_val *out, zf_err *err)
 {
+    if (len > ZF_JSON_MAX_TEXT)
+        return zf_fail(err, ZF_ERR_INVALID, "%s: JSON document larger than %zu MiB", key,
+                       ZF_JSON_MAX_TEXT >> 20);
+    if (!depth_ok(text, len))
+        return zf_fail(err, ZF_ERR_INVALID, "%s: JSON nested deeper than %d levels", key,
+                       ZF_JSON_MAX_DEPTH);
     if (memchr(text, '\0', len))
         return zf_fail(err, ZF_ERR_INVALID, "%s: not valid JSON (contains a NUL byte)", key);
     char *copy = mark_specials(text, len);

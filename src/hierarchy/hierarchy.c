@@ -15,6 +15,7 @@
  *   descendants but no document of its own).
  * - Draft of 2022: the same without "root": meta/P.array.json, meta/array.json for the root,
  *   data/P. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,13 @@ zf_status zf_h_get_doc(zf_hierarchy *h, const char *key, char **text, size_t *le
         *len = strlen(*text);
         return ZF_OK;
     }
+    /* A local document larger than a JSON document may be is refused unread (a remote one is
+     * read up to the stores' value limit, then refused by zf_json_parse). */
+    uint64_t size;
+    if (!zf_store_is_remote(h->store) &&
+        zf_store_stat(h->store, key, &size, NULL, NULL) == ZF_OK && size > ZF_JSON_MAX_TEXT)
+        return zf_fail(err, ZF_ERR_INVALID, "%s: JSON document larger than %zu MiB", key,
+                       ZF_JSON_MAX_TEXT >> 20);
     zf_bytes b;
     zf_status st = zf_store_get(h->store, key, &b, err);
     if (st != ZF_OK)
@@ -166,9 +174,10 @@ static zf_status load_meta_v2(zf_hierarchy *h, const char *prefix, zf_node_meta 
     }
     if (st != ZF_OK)
         goto out;
-    zf_status ast = zf_h_get_doc(h, katt, &attrs, &alen, NULL);
-    if (ast == ZF_ERR_NOMEM) {
-        st = ast;
+    zf_err aerr = {""};
+    zf_status ast = zf_h_get_doc(h, katt, &attrs, &alen, &aerr);
+    if (ast == ZF_ERR_NOMEM || ast == ZF_ERR_INVALID) { /* too large: as if not JSON */
+        st = ast == ZF_ERR_INVALID ? zf_fail(err, ast, "%s", aerr.msg) : ast;
         goto out;
     }
     st = is_array ? zf_meta_parse_v2_array(key, text, len, attrs, m, err)
@@ -518,6 +527,11 @@ uint64_t zf_h_array_nbytes(const zf_array_meta *m)
 
 zf_status zf_h_push_name(char ***names, size_t *n, size_t *cap, const char *name, size_t len)
 {
+    if (len > NAME_MAX) { /* no path can name it: the kernel refuses to look it up */
+        zf_log_warn("ignoring a child named \"%.40s...\": %zu bytes, longer than NAME_MAX (%d)",
+                    name, len, NAME_MAX);
+        return ZF_OK;
+    }
     for (size_t i = 0; i < *n; i++)
         if (strlen((*names)[i]) == len && memcmp((*names)[i], name, len) == 0)
             return ZF_OK;

@@ -57,7 +57,8 @@ double zf_h_mono_now(void);
 void zf_h_unlink_locked(zf_hierarchy *h, zf_node *n);
 zf_node *zf_h_find_locked(zf_hierarchy *h, const char *path);
 zf_pool *zf_h_ensure_pool(zf_hierarchy *h);
-/* Append a copy of name[0..len) to a names list (growing it) unless it is there already. */
+/* Append a copy of name[0..len) to a names list (growing it) unless it is there already, or is
+ * longer than NAME_MAX (skipped with a warning: no path could name it). */
 zf_status zf_h_push_name(char ***names, size_t *n, size_t *cap, const char *name, size_t len);
 /* Bytes of an array's flat view: product(shape) * itemsize. */
 uint64_t zf_h_array_nbytes(const zf_array_meta *m);

@@ -9,7 +9,12 @@
  *
  * A body is accepted only when it is complete: as long as its Content-Length, and for a 206 as
  * long as its Content-Range says and reaching as far as the range asked (unless the value ends
- * first). Anything shorter is a failure that is retried, never a short success.
+ * first). Anything shorter is a failure that is retried, never a short success. The response
+ * headers of a request total at most ZF_HTTP_MAX_HEADERS.
+ *
+ * Redirects (at most MAX_REDIRECTS, to http and https only): libcurl follows them for unsigned
+ * requests; signed (S3) requests follow them in attempt(), and only within their origin (scheme,
+ * host, port), so that neither the signature nor the session token reach another server.
  *
  * Writes: a PUT sends its body from memory (CURLOPT_POSTFIELDS with CUSTOMREQUEST "PUT", so that
  * libcurl can send it again on a retry or a 307/308 redirect) with Content-Length and
@@ -173,7 +178,10 @@ static CURL *new_handle(zf_http *h)
     SET(CURLOPT_NOSIGNAL, 1L);
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
     SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    SET(CURLOPT_FOLLOWLOCATION, 1L);
+    /* Signed requests follow redirects here (attempt()), within their origin only: libcurl
+     * drops Authorization on a redirect to another host but sends our other headers
+     * (x-amz-security-token) along. */
+    SET(CURLOPT_FOLLOWLOCATION, h->sigv4 ? 0L : 1L);
     SET(CURLOPT_MAXREDIRS, (long)MAX_REDIRECTS);
     SET(CURLOPT_TIMEOUT_MS, h->timeout_ms);
     SET(CURLOPT_CONNECTTIMEOUT_MS, h->timeout_ms);
@@ -248,6 +256,8 @@ typedef struct xfer {
     uint64_t cl, cr_first, cr_last, cr_total;
     time_t mtime;
     char ctype[128], region[64], etag[160];
+    uint64_t header_bytes; /* of every response of the transfer, redirects included */
+    bool headers_too_large;
     /* its body */
     bool started, enough, too_large, nomem;
     body_mode mode;
@@ -260,8 +270,8 @@ static void reset_response(xfer *x)
 {
     free(x->buf);
     const zf_http_request *rq = x->rq;
-    uint64_t limit = x->limit;
-    *x = (xfer){.rq = rq, .limit = limit, .mtime = -1};
+    uint64_t limit = x->limit, header_bytes = x->header_bytes;
+    *x = (xfer){.rq = rq, .limit = limit, .mtime = -1, .header_bytes = header_bytes};
 }
 
 static bool parse_u64(const char *s, size_t n, uint64_t *out)
@@ -319,6 +329,11 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud)
 {
     xfer *x = ud;
     size_t len = size * n, l = len;
+    x->header_bytes += len;
+    if (x->header_bytes > ZF_HTTP_MAX_HEADERS) { /* an endless header stream */
+        x->headers_too_large = true;
+        return 0;
+    }
     while (l && (buf[l - 1] == '\r' || buf[l - 1] == '\n'))
         l--;
     if (l >= 5 && memcmp(buf, "HTTP/", 5) == 0) { /* a new response: forget the previous one */
@@ -639,6 +654,29 @@ static attempt_result check_complete(xfer *x, zf_http_response *resp, char *why,
     return ATTEMPT_DONE;
 }
 
+/* Whether url b has the origin of url a: scheme, host and port (RFC 6454). */
+static bool same_origin(const char *a, const char *b)
+{
+    CURLU *u[2] = {curl_url(), curl_url()};
+    const char *s[2] = {a, b};
+    char *part[2][3] = {{NULL}};
+    const CURLUPart which[3] = {CURLUPART_SCHEME, CURLUPART_HOST, CURLUPART_PORT};
+    bool ok = u[0] && u[1];
+    for (int i = 0; ok && i < 2; i++) {
+        ok = curl_url_set(u[i], CURLUPART_URL, s[i], 0) == CURLUE_OK;
+        for (int k = 0; ok && k < 3; k++)
+            ok = curl_url_get(u[i], which[k], &part[i][k], CURLU_DEFAULT_PORT) == CURLUE_OK;
+    }
+    for (int k = 0; ok && k < 3; k++)
+        ok = strcasecmp(part[0][k], part[1][k]) == 0;
+    for (int i = 0; i < 2; i++) {
+        for (int k = 0; k < 3; k++)
+            curl_free(part[i][k]);
+        curl_url_cleanup(u[i]);
+    }
+    return ok;
+}
+
 static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
                               zf_http_response *resp, char *why, size_t wn, zf_status *st,
                               zf_err *err)
@@ -700,10 +738,36 @@ static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     CURLcode rc = curl_easy_perform(c);
-    char *eff = NULL;
     long redirects = 0;
+    char *next = NULL; /* a signed request's redirect target, followed here */
+    const char *refused = NULL;
+    while (h->sigv4 && rc == CURLE_OK && x.status >= 300 && x.status < 400 &&
+           curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &next) == CURLE_OK && next) {
+        const char *cur = NULL;
+        curl_easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &cur);
+        if (redirects >= MAX_REDIRECTS) {
+            refused = "too many redirects";
+            break;
+        }
+        if (!same_origin(cur ? cur : rq->url, next)) {
+            refused = "a redirect to another origin (the request is signed)";
+            break;
+        }
+        char *to = strdup(next); /* next lives in the handle until the next transfer */
+        if (!to) {
+            x.nomem = true;
+            break;
+        }
+        curl_easy_setopt(c, CURLOPT_URL, to);
+        reset_response(&x);
+        rc = curl_easy_perform(c);
+        free(to);
+        redirects++;
+    }
+    char *eff = NULL;
     curl_easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &eff);
-    curl_easy_getinfo(c, CURLINFO_REDIRECT_COUNT, &redirects);
+    if (!h->sigv4)
+        curl_easy_getinfo(c, CURLINFO_REDIRECT_COUNT, &redirects);
     bool dir_redirect = redirects > 0 && eff && *eff && eff[strlen(eff) - 1] == '/' &&
                         rq->url[0] && rq->url[strlen(rq->url) - 1] != '/';
     if (x.status == 0 && rc == CURLE_OK)
@@ -725,6 +789,13 @@ static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
     attempt_result r = ATTEMPT_DONE;
     if (x.nomem) {
         *st = ZF_ERR_NOMEM;
+        r = ATTEMPT_FAIL;
+    } else if (refused) {
+        *st = zf_fail(err, ZF_ERR_IO, "%s: refusing %s", rq->what, refused);
+        r = ATTEMPT_FAIL;
+    } else if (x.headers_too_large) {
+        *st = zf_fail(err, ZF_ERR_IO, "%s: refusing response headers larger than %" PRIu64 " KiB",
+                      rq->what, ZF_HTTP_MAX_HEADERS >> 10);
         r = ATTEMPT_FAIL;
     } else if (x.too_large) {
         *st = zf_fail(err, ZF_ERR_IO, "%s: refusing a value larger than %" PRIu64 " MiB",

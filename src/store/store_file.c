@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <linux/openat2.h>
 #include <stdatomic.h>
@@ -107,8 +108,9 @@ static zf_status read_range(int fd, const char *key, uint64_t offset, uint64_t l
     uint64_t n = offset >= size ? 0 : size - offset;
     if (n > len)
         n = len;
-    if (n > SIZE_MAX / 2)
-        return zf_fail(err, ZF_ERR_NOMEM, "%s: value too large", key);
+    if (n > ZF_STORE_MAX_VALUE)
+        return zf_fail(err, ZF_ERR_IO, "%s: refusing a value larger than %" PRIu64 " MiB", key,
+                       ZF_STORE_MAX_VALUE >> 20);
     uint8_t *buf = zf_alloc_bulk((size_t)n); /* may become a cached chunk as it is */
     if (!buf)
         return ZF_ERR_NOMEM;

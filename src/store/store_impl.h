@@ -14,10 +14,18 @@
 #include "zarrfs/status.h"
 #include "zarrfs/store.h"
 
+/* Largest value any store returns in one read (a whole value or a range; a local file, a zip
+ * member, an HTTP body): more is ZF_ERR_IO "refusing a value larger than 4096 MiB", before
+ * anything is allocated. A chunk cannot be larger (decoded chunks are at most 2 GiB). */
+#define ZF_STORE_MAX_VALUE ((uint64_t)4 << 30)
 /* Largest value a remote store returns (a Content-Length above it is refused, a body without one
  * is cut off there), and largest listing page it reads. */
-#define ZF_HTTP_MAX_VALUE ((uint64_t)4 << 30)
+#define ZF_HTTP_MAX_VALUE ZF_STORE_MAX_VALUE
 #define ZF_HTTP_MAX_LISTING ((uint64_t)256 << 20)
+/* Largest total size of the response headers of one request (all its responses: redirects, 1xx
+ * answers); more is a failure, not retried (libcurl 7.88 refuses one header line over 100 KiB, and
+ * Debian's a response's headers over 300 KiB, but retries that). */
+#define ZF_HTTP_MAX_HEADERS ((uint64_t)256 << 10)
 
 /* Backoff before retry n (0-based): a uniformly random delay in [0, min(cap, base * 2^n)]
  * ("full jitter"). */
@@ -82,7 +90,9 @@ typedef struct zf_http_response {
  * the configured count with backoff (counted with zf_store_count_retry(s)), then
  * ZF_ERR_IO naming req->what and the last failure. Otherwise ZF_OK with the final response for
  * the caller to interpret: a 2xx with a complete body, or any other status (404, 403, 416, ...).
- * ZF_ERR_IO also for failures that are not retried (TLS verification, too large, malformed);
+ * ZF_ERR_IO also for failures that are not retried (TLS verification, too large, malformed,
+ * headers over ZF_HTTP_MAX_HEADERS, a redirect loop, a redirect of a signed request to another
+ * origin);
  * ZF_ERR_NOMEM. resp is zeroed first; free it with zf_http_response_free. */
 zf_status zf_http_perform(zf_http *h, zf_store *s, const zf_http_request *req,
                           zf_http_response *resp, zf_err *err);
@@ -141,6 +151,12 @@ char *zf_url_decode(const char *s, size_t n, size_t *len);
 ssize_t zf_pread_full(int fd, void *buf, size_t n, off_t offset);
 
 /* ---- listings ------------------------------------------------------------------------------- */
+
+/* Largest listing of one prefix an S3 store reads: entries plus pages (a page without entries
+ * counts as one), so that a server answering continuation token after continuation token ends
+ * in ZF_ERR_IO. A variable so that tests can lower it. */
+#define ZF_LIST_MAX_ENTRIES ((size_t)10 * 1000 * 1000)
+extern size_t zf_list_max_entries;
 
 /* Append one entry (a copy of n bytes of name). false when out of memory. */
 bool zf_listing_add(zf_store_listing *l, size_t *cap, const char *name, size_t n, bool is_prefix);

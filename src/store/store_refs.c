@@ -432,12 +432,18 @@ static bool is_url(const char *s, const char *scheme)
 }
 
 /* Resolve a target as written to an absolute path or URL; relative paths are relative to dir
- * (the reference file's directory or URL). */
+ * (the reference file's directory or URL). A reference file fetched from a server (dir a URL)
+ * names no local file: that would let whoever serves it read the mounting user's files. */
 static zf_status resolve(const char *key, const char *target, const char *dir, char **out,
                          zf_err *err)
 {
     if (is_url(target, "http://") || is_url(target, "https://") || is_url(target, "s3://"))
         return (*out = strdup(target)) ? ZF_OK : ZF_ERR_NOMEM;
+    bool local = is_url(target, "file://") || target[0] == '/';
+    if (local && dir && strstr(dir, "://"))
+        return zf_fail(err, ZF_ERR_UNSUPPORTED,
+                       "%s: target %s: a reference file from %s names no local file", key,
+                       target, dir);
     if (is_url(target, "file://"))
         target += 7;
     else if (strstr(target, "://"))

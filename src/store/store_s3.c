@@ -214,6 +214,7 @@ static zf_status s3_erase_if(zf_store *s, const char *key, const zf_store_versio
 }
 
 unsigned zf_s3_list_max_keys;
+size_t zf_list_max_entries = ZF_LIST_MAX_ENTRIES;
 
 /* ListObjectsV2 below prefix with delimiter "/", page after page. */
 static zf_status s3_list_dir(zf_store *s, const char *prefix, zf_store_listing *out, zf_err *err)
@@ -271,6 +272,10 @@ static zf_status s3_list_dir(zf_store *s, const char *prefix, zf_store_listing *
         raw += n_raw;
         if (st == ZF_OK && next && token && strcmp(next, token) == 0)
             st = zf_fail(err, ZF_ERR_IO, "%s: the listing repeats its continuation token", what);
+        if (st == ZF_OK && next && raw + page + 1 >= zf_list_max_entries)
+            st = zf_fail(err, ZF_ERR_IO,
+                         "%s: refusing a listing of more than %zu entries and pages", what,
+                         zf_list_max_entries);
         free(token);
         token = next;
         if (!token)

@@ -295,8 +295,9 @@ static zf_status read_entry(zip_store *z, const zip_entry *e, const char *key, b
         len = 0;
     else if (len > e->size - offset)
         len = e->size - offset;
-    if (len > SIZE_MAX / 2)
-        return zf_fail(err, ZF_ERR_NOMEM, "%s: value too large", key);
+    if (len > ZF_STORE_MAX_VALUE)
+        return zf_fail(err, ZF_ERR_IO, "%s: refusing a value larger than %" PRIu64 " MiB", key,
+                       ZF_STORE_MAX_VALUE >> 20);
     zip_file_t *f = zip_fopen_index(z->za, e->index, 0);
     if (!f)
         return entry_error(z, key, zip_get_error(z->za), err);

@@ -20,6 +20,7 @@
  *   shuffle). */
 #include <blosc.h>
 #include <bzlib.h>
+#include <lzma.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -890,6 +891,26 @@ START_TEST(test_chain_bound)
     ck_assert_int_eq(decode(&ch, &rs, lz, sizeof lz, out, msg), ZF_ERR_CORRUPT);
     ck_assert_msg(strstr(msg, "lz4: the data says 4294967295 decoded bytes"), "%s", msg);
     zf_chain_clear(&ch);
+    /* gzip and lzma (xz) at an intermediate step: bounded decoding too */
+    static const char *const zl_gz[] = {"{\"id\": \"zlib\"}", "{\"id\": \"gzip\"}"};
+    ch = v2_chain(zl_gz, 2);
+    size_t gzlen;
+    uint8_t *gz = gzip_of(zz, big, &gzlen);
+    ck_assert_int_eq(decode(&ch, &rs, gz, gzlen, out, msg), ZF_ERR_CORRUPT);
+    ck_assert_msg(strncmp(msg, "gzip: data decodes to more than", 31) == 0, "%s", msg);
+    zf_chain_clear(&ch);
+    static const char *const gz_xz[] = {"{\"id\": \"gzip\"}", "{\"id\": \"lzma\"}"};
+    ch = v2_chain(gz_xz, 2);
+    size_t xzlen = 0, xzcap = lzma_stream_buffer_bound(big);
+    uint8_t *xz = malloc(xzcap);
+    ck_assert_int_eq(lzma_easy_buffer_encode(1, LZMA_CHECK_CRC64, NULL, zz, big, xz, &xzlen,
+                                             xzcap),
+                     LZMA_OK);
+    ck_assert_int_eq(decode(&ch, &rs, xz, xzlen, out, msg), ZF_ERR_CORRUPT);
+    ck_assert_msg(strncmp(msg, "lzma: data decodes to more than", 31) == 0, "%s", msg);
+    zf_chain_clear(&ch);
+    free(gz);
+    free(xz);
     free(zs);
     free(zz);
     free(bz);

@@ -1,6 +1,7 @@
 /* Unit tests for src/common: typestrs, element casts, half floats, JSON helpers, base64. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,4 +152,48 @@ START_TEST(base64_and_utf32)
 }
 END_TEST
 
-ZF_CHECK_MAIN("common", typestr_parse, half_conversions, element_casts, json_helpers, base64_and_utf32)
+/* Hostile JSON (docs/security.md): nesting deeper than ZF_JSON_MAX_DEPTH is refused before yajl
+ * builds a tree (whose free, and the walks over it, recurse once per level), brackets inside
+ * strings do not count; documents over ZF_JSON_MAX_TEXT are refused unread. */
+START_TEST(json_bounds)
+{
+    size_t n = 1000000;
+    char *doc = malloc(6 * n + 16);
+    ck_assert_ptr_nonnull(doc);
+    for (size_t depth = ZF_JSON_MAX_DEPTH; depth <= n; depth = depth == n ? n + 1 : n) {
+        for (int obj = 0; obj < 2; obj++) {
+            size_t k = 0;
+            for (size_t i = 0; i < depth; i++) /* [[[...]]] or {"a":{"a":...}} */
+                k += (size_t)sprintf(doc + k, "%s", obj ? (i + 1 < depth ? "{\"a\":" : "{") : "[");
+            for (size_t i = 0; i < depth; i++)
+                doc[k++] = obj ? '}' : ']';
+            yajl_val v = NULL;
+            zf_err err = {""};
+            zf_status st = zf_json_parse("deep", doc, k, &v, &err);
+            if (depth == ZF_JSON_MAX_DEPTH) {
+                ck_assert_msg(st == ZF_OK, "%s", err.msg);
+                yajl_tree_free(v);
+            } else {
+                ck_assert_int_eq(st, ZF_ERR_INVALID);
+                ck_assert_str_eq(err.msg, "deep: JSON nested deeper than 512 levels");
+            }
+        }
+    }
+    /* brackets in strings, escaped quotes included, are not nesting */
+    size_t k = (size_t)sprintf(doc, "{\"s\": \"\\\"");
+    for (size_t i = 0; i < 10000; i++)
+        doc[k++] = '[';
+    k += (size_t)sprintf(doc + k, "\"}");
+    yajl_val v = NULL;
+    zf_err err = {""};
+    ck_assert_msg(zf_json_parse("str", doc, k, &v, &err) == ZF_OK, "%s", err.msg);
+    yajl_tree_free(v);
+    free(doc);
+    /* the size bound is checked before the text is read: a length past it, any text */
+    ck_assert_int_eq(zf_json_parse("big", "{}", ZF_JSON_MAX_TEXT + 1, &v, &err), ZF_ERR_INVALID);
+    ck_assert_str_eq(err.msg, "big: JSON document larger than 512 MiB");
+}
+END_TEST
+
+ZF_CHECK_MAIN("common", typestr_parse, half_conversions, element_casts, json_helpers,
+              base64_and_utf32, json_bounds)

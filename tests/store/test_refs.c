@@ -245,6 +245,42 @@ START_TEST(refs_errors_at_open)
 }
 END_TEST
 
+/* A reference file fetched from a server (its directory a URL) may not name local files, by
+ * absolute path or file:// URL (docs/security.md); relative targets stay below its URL. Opened
+ * with no network: refused before any target store opens. */
+START_TEST(refs_remote_names_no_local_file)
+{
+    make_dir();
+    write_file("data.bin", data, 36);
+    char text[512];
+    const char *targets[] = {"/etc/passwd", "file:///etc/passwd", "%s/data.bin",
+                             "file://%s/data.bin"};
+    for (size_t i = 0; i < 4; i++) {
+        char target[256];
+        snprintf(target, sizeof target, targets[i], dir);
+        snprintf(text, sizeof text, "{\".zgroup\": \"{}\", \"a/0\": [\"%s\", 0, 4]}", target);
+        const char *bases[] = {"http://127.0.0.1:9/refs", "https://h/x", "s3://bucket/p"};
+        for (size_t b = 0; b < 3; b++) {
+            zf_store *s = NULL;
+            zf_err err = {""};
+            ck_assert_int_eq(zf_store_refs_open("r.json", text, strlen(text), bases[b], NULL, &s,
+                                                &err),
+                             ZF_ERR_UNSUPPORTED);
+            ck_assert_msg(strstr(err.msg, "names no local file") && strstr(err.msg, "a/0"), "%s",
+                          err.msg);
+        }
+        /* the same text in a local reference file reads the local target */
+        zf_store *s = NULL;
+        zf_err err = {""};
+        if (i >= 2) {
+            ck_assert_msg(open_text(text, &s, &err) == ZF_OK, "%s", err.msg);
+            expect_value(s, "a/0", "0123", 4);
+            zf_store_close(s);
+        }
+    }
+}
+END_TEST
+
 START_TEST(refs_errors_at_read)
 {
     make_dir();
@@ -317,6 +353,7 @@ TCase *store_refs_tcase(void)
     tcase_add_test(tc, refs_v1_templates_and_gen);
     tcase_add_test(tc, refs_errors_at_open);
     tcase_add_test(tc, refs_errors_at_read);
+    tcase_add_test(tc, refs_remote_names_no_local_file);
     tcase_add_test(tc, refs_dispatch);
     return tc;
 }
