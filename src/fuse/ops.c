@@ -5,6 +5,7 @@
  * EROFS. Open files carry their node (fi->fh), so that a resize, which replaces the node's
  * array, is seen by every open file. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,7 +220,38 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     fuse_reply_attr(req, &st, attr_timeout(H(req)));
 }
 
+/* Open directory and statistics handles, so that op_destroy frees those whose release the kernel
+ * never sent (a close racing the unmount drops it). */
+typedef struct open_handle {
+    struct open_handle *prev, *next;
+    void (*free_fn)(struct open_handle *h);
+} open_handle;
+static pthread_mutex_t handles_mu = PTHREAD_MUTEX_INITIALIZER;
+static open_handle handles = {&handles, &handles, NULL};
+
+static void handle_track(open_handle *h, void (*free_fn)(open_handle *))
+{
+    h->free_fn = free_fn;
+    pthread_mutex_lock(&handles_mu);
+    h->prev = handles.prev;
+    h->next = &handles;
+    handles.prev->next = h;
+    handles.prev = h;
+    pthread_mutex_unlock(&handles_mu);
+}
+
+/* Untrack h and free it. */
+static void handle_release(open_handle *h)
+{
+    pthread_mutex_lock(&handles_mu);
+    h->prev->next = h->next;
+    h->next->prev = h->prev;
+    pthread_mutex_unlock(&handles_mu);
+    h->free_fn(h);
+}
+
 typedef struct dir_handle {
+    open_handle link; /* first: a dir_handle is its open_handle */
     char **names;
     size_t n;
     struct stat *attrs; /* of each child; st_ino 0 when its lookup failed */
@@ -231,6 +263,8 @@ static void dir_handle_free(dir_handle *d)
     free(d->attrs);
     free(d);
 }
+
+static void dir_handle_free_link(open_handle *h) { dir_handle_free((dir_handle *)h); }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -268,9 +302,11 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         else
             d->attrs[i] = (struct stat){.st_ino = UINT64_MAX - i, .st_mode = S_IFREG};
     }
+    handle_track(&d->link, dir_handle_free_link);
     fi->fh = (uintptr_t)d;
     fi->keep_cache = 1;
-    fuse_reply_open(req, fi);
+    if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted: no release will come */
+        handle_release(&d->link);
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -301,15 +337,22 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)ino;
-    dir_handle_free((dir_handle *)(uintptr_t)fi->fh);
+    handle_release(&((dir_handle *)(uintptr_t)fi->fh)->link);
     fuse_reply_err(req, 0);
 }
 
 /* An open statistics file: the snapshot taken at open, read with direct I/O. */
 typedef struct stats_handle {
+    open_handle link; /* first */
     size_t len;
     char *json;
 } stats_handle;
+
+static void stats_handle_free(open_handle *h)
+{
+    free(((stats_handle *)h)->json);
+    free(h);
+}
 
 static void open_stats(fuse_req_t req, struct fuse_file_info *fi)
 {
@@ -324,9 +367,11 @@ static void open_stats(fuse_req_t req, struct fuse_file_info *fi)
         return;
     }
     sh->len = strlen(sh->json);
+    handle_track(&sh->link, stats_handle_free);
     fi->fh = (uintptr_t)sh;
     fi->direct_io = 1; /* no page cache: every read sees this open's snapshot */
-    fuse_reply_open(req, fi);
+    if (fuse_reply_open(req, fi) == -ENOENT)
+        handle_release(&sh->link);
 }
 
 /* Tell the kernel that the size of node n changed (its metadata did: a new array's document, a
@@ -363,9 +408,7 @@ static void reply_done(fuse_req_t req, zf_status st, const zf_err *err, const ch
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     if (ino == STATS_INO) {
-        stats_handle *sh = (stats_handle *)(uintptr_t)fi->fh;
-        free(sh->json);
-        free(sh);
+        handle_release(&((stats_handle *)(uintptr_t)fi->fh)->link);
     } else if (FS(req)->rw) { /* store what was written (flags are not known here) */
         zf_node *n = (zf_node *)(uintptr_t)fi->fh;
         zf_err err = {""};
@@ -926,6 +969,8 @@ static void op_destroy(void *userdata)
     zf_err err = {""};
     if (zf_hierarchy_flush(fs->h, NULL, &err) != ZF_OK)
         zf_log_error("unmounting: storing written chunks: %s", err.msg);
+    while (handles.next != &handles) /* opened, never released */
+        handle_release(handles.next);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
