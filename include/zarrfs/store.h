@@ -158,7 +158,8 @@ bool zf_store_is_remote(const zf_store *s);
 
 /* The store name url as messages, logs and /proc/mounts may show it: a copy with the password
  * of a URL's userinfo hidden (scheme://user:password@host/... -> scheme://user:***@host/...; RFC
- * 3986 3.2.1 deprecates passwords in URLs); anything without "://" (a local path) unchanged.
+ * 3986 3.2.1 deprecates passwords in URLs), and a user name alone too, which is often a token
+ * (TOKEN@host becomes ***@host); anything without "://" (a local path) unchanged.
  * malloc'ed; NULL when out of memory. */
 char *zf_url_redact(const char *url);
 

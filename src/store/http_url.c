@@ -96,10 +96,11 @@ char *zf_url_redact(const char *url)
     auth += 3;
     size_t hl = strcspn(auth, "/?#");
     const char *at = memrchr(auth, '@', hl);
-    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-    if (!colon)
+    if (!at)
         return strdup(url);
-    size_t pre = (size_t)(colon + 1 - url), rest = strlen(at);
+    /* user:password -> user:***; a user alone (often a token: https://TOKEN@host/) -> *** */
+    const char *colon = memchr(auth, ':', (size_t)(at - auth));
+    size_t pre = (size_t)((colon ? colon + 1 : auth) - url), rest = strlen(at);
     char *out = malloc(pre + 3 + rest + 1);
     if (!out)
         return NULL;

@@ -386,6 +386,25 @@ class Secrets(zfmount.TestCase):
                 with self.subTest(store=store):
                     self.check_http_password(ng, store)
 
+    def test_02b_http_token_as_user(self):
+        """http://TOKEN@host/STORE (a user name alone, often a token): hidden as ***@ in
+        /proc/mounts and the command line, absent from the daemon's output and the mount."""
+        token = "ghp_Zf" + self.HTTP_PASSWORD
+        with rs.Nginx(WORK, autoindex=True) as ng:
+            url = ng.url("perm.zarr").replace("://", "://%s@" % token, 1)
+            with zfmount.Mount(url, options=["log_level=debug", "allow_other"],
+                               label="perm-token") as m:
+                self.assertBytesEqual(zfmount.read_all(m.path("a")), expected(STORE, "a"), "a")
+                seen = walk_readable(self, m.mnt)
+                mounts = proc_mounts()
+                self.assertIn("://***@127.0.0.1", mounts, "fsname of the mount")
+                with open("/proc/%d/cmdline" % m.pid, "rb") as f:
+                    cmdline = f.read().decode("latin-1").replace("\0", " ")
+            err = m.stderr_text()
+        self.check_absent({"the daemon's output": err, "the mount (files, xattrs, stats)": seen,
+                           "/proc/mounts": mounts, "the daemon's command line": cmdline},
+                          {"token": token})
+
     def check_http_password(self, ng, store):
         url = ng.url(store).replace("://", "://zfuser:%s@" % self.HTTP_PASSWORD, 1)
         dc = os.path.join(WORK, "dc-http-" + store)

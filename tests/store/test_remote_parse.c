@@ -444,6 +444,9 @@ START_TEST(urls)
     s = zf_url_redact("https://user:hunter2@host:8080/x@y");
     ck_assert_str_eq(s, "https://user:***@host:8080/x@y");
     free(s);
+    s = zf_url_redact("https://ghp_T0KEN@host/x"); /* a user name alone: often a token */
+    ck_assert_str_eq(s, "https://***@host/x");
+    free(s);
     s = zf_url_redact("https://host/a:b@c");
     ck_assert_str_eq(s, "https://host/a:b@c");
     free(s);
