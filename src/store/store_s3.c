@@ -384,6 +384,10 @@ static zf_status configure(s3_store *s3, const char *url, const zf_store_options
         const char *host = strncmp(ep, "http://", 7) == 0    ? ep + 7
                            : strncmp(ep, "https://", 8) == 0 ? ep + 8
                                                              : NULL;
+        if (host && memchr(host, '@', strcspn(host, "/"))) /* not shown: it may hold a secret */
+            return zf_fail(err, ZF_ERR_INVALID,
+                           "endpoint: a user or password in the URL is not used (S3 credentials "
+                           "come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or ~/.aws)");
         if (!host || !*host || *host == '/' || strpbrk(ep, "?# \t"))
             return zf_fail(err, ZF_ERR_INVALID,
                            "endpoint \"%s\": expected http://HOST[:PORT] or https://...", ep);

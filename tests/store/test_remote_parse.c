@@ -474,6 +474,10 @@ START_TEST(s3_open)
     o.region = NULL;
     o.endpoint = "ftp://x";
     ck_assert_int_eq(zf_store_open("s3://b/x", &o, &s, &err), ZF_ERR_INVALID);
+    o.endpoint = "https://key:PW_SECRET@minio.example/"; /* refused, never shown */
+    ck_assert_int_eq(zf_store_open("s3://b/x", &o, &s, &err), ZF_ERR_INVALID);
+    ck_assert_msg(strstr(err.msg, "endpoint: a user or password") && !strstr(err.msg, "PW_SECRET"),
+                  "%s", err.msg);
     o.endpoint = NULL;
     ck_assert_int_eq(zf_store_open("s3://bucket/data.zarr/", &o, &s, &err), ZF_OK);
     ck_assert(zf_store_is_remote(s));
