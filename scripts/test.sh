@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build zarrfs and run the whole test suite: unit tests (Check) and mounted integration tests,
-# in a normal build and in an AddressSanitizer + UndefinedBehaviorSanitizer build; then the unit
-# tests and the concurrent mounted tests in a ThreadSanitizer build.
+# in a normal build, an AddressSanitizer + UndefinedBehaviorSanitizer build and a ThreadSanitizer
+# build.
 # For a fresh Debian machine, as root: installs what is missing first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,15 +38,10 @@ echo "== zarrfs tests: ASan + UBSan build (build-asan/)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
-echo "== zarrfs tests: ThreadSanitizer build (build-tsan/): unit tests, and the mounted tests of"
-echo "   concurrency (cache single-flight, readahead workers, writeback, HTTP connection pool,"
-echo "   concurrent readers and writers, two daemons on one store)"
+echo "== zarrfs tests: ThreadSanitizer build (build-tsan/): the whole suite again, so that every"
+echo "   concurrent path (cache single-flight, readahead workers, writeback, the HTTP connection"
+echo "   pool, concurrent readers and writers, two daemons on one store) runs under TSan"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 export ZF_DURABILITY_KILLS=20 # the kill loop's races are the same at 20 kills as at 100
-tsan_tests=()
-for t in write write_durability several_writers remote_http remote_faults disk_cache daemon; do
-    tsan_tests+=("integration-$t")
-done
-run_suite build-tsan -Db_sanitize=thread -Db_lundef=false -- --no-suite integration
-run_suite build-tsan -- "${tsan_tests[@]}"
+run_suite build-tsan -Db_sanitize=thread -Db_lundef=false
 echo "== all zarrfs tests passed (normal, ASan+UBSan and TSan builds)"
