@@ -196,7 +196,10 @@ for line in sys.stdin:
     fsyncs = []      # [ops issued before it, completed]
     res = {"ops": ops, "fsyncs": fsyncs, "error": None}
     try:
+        # descriptors, not paths: after the kill the mount is lazily unmounted (fusermount3 -uz),
+        # and a path would then name the empty mount point (ENOENT) instead of the dead mount
         fd = os.open(job["path"], os.O_RDWR)
+        rootfd = os.open(job["root"], os.O_RDONLY | os.O_DIRECTORY)
     except OSError as e:
         res["error"] = "open: %s" % e
         print(json.dumps(res), flush=True)
@@ -230,16 +233,17 @@ for line in sys.stdin:
                 # the attributes of the root group and of the array (metadata documents)
                 ops.append(["attrs", [], v, False])
                 doc = json.dumps({"v": v}).encode()
-                os.setxattr(job["root"], "user.zarr.attributes", doc)
-                os.setxattr(job["path"], "user.zarr.attributes", doc)
+                os.setxattr(rootfd, "user.zarr.attributes", doc)
+                os.setxattr(fd, "user.zarr.attributes", doc)
             ops[-1][3] = True
         res["error"] = "not interrupted within %s s" % job["max_seconds"]
     except OSError as e:
         res["error"] = errno.errorcode.get(e.errno, str(e.errno))
-    try:
-        os.close(fd)
-    except OSError:
-        pass
+    for d in (fd, rootfd):
+        try:
+            os.close(d)
+        except OSError:
+            pass
     res["version"] = v
     print(json.dumps(res), flush=True)
 '''
