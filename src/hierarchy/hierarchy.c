@@ -81,6 +81,50 @@ char *zf_root_array_name(const char *store_name)
     return name;
 }
 
+/* Order indices of the keys of a JSON object by key, equal keys by index (qsort_r context:
+ * the object). */
+static int by_key(const void *a, const void *b, void *obj)
+{
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    const char **keys = ((yajl_val)obj)->u.object.keys;
+    int c = strcmp(keys[i], keys[j]);
+    return c ? c : (i > j) - (i < j);
+}
+
+/* Sort the consolidated metadata's keys once, so that each document lookup is a binary search,
+ * not a scan of every key (a store's hundred thousand nodes made listing them quadratic).
+ * Without memory for it, lookups scan. */
+static void index_consolidated(zf_hierarchy *h)
+{
+    size_t n = h->consolidated->u.object.len;
+    h->consolidated_order = malloc((n ? n : 1) * sizeof *h->consolidated_order);
+    if (!h->consolidated_order)
+        return;
+    for (size_t i = 0; i < n; i++)
+        h->consolidated_order[i] = i;
+    qsort_r(h->consolidated_order, n, sizeof *h->consolidated_order, by_key, h->consolidated);
+}
+
+/* The consolidated metadata's value for key (its first, as zf_json_get), or NULL. */
+static yajl_val consolidated_get(const zf_hierarchy *h, const char *key)
+{
+    if (!h->consolidated_order)
+        return zf_json_get(h->consolidated, key);
+    const size_t *ord = h->consolidated_order;
+    const char **keys = h->consolidated->u.object.keys;
+    size_t lo = 0, hi = h->consolidated->u.object.len;
+    while (lo < hi) { /* the first position whose key is not below key */
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(keys[ord[mid]], key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < h->consolidated->u.object.len && strcmp(keys[ord[lo]], key) == 0)
+        return h->consolidated->u.object.values[ord[lo]];
+    return NULL;
+}
+
 /* A metadata document: from consolidated metadata when present, else from the store.
  * *text is malloc'd. */
 zf_status zf_h_get_doc(zf_hierarchy *h, const char *key, char **text, size_t *len, zf_err *err)
@@ -88,11 +132,11 @@ zf_status zf_h_get_doc(zf_hierarchy *h, const char *key, char **text, size_t *le
     if (h->consolidated && (h->format == ZF_FORMAT_V2 || strcmp(key, "zarr.json") != 0)) {
         yajl_val v;
         if (h->format == ZF_FORMAT_V2) {
-            v = zf_json_get(h->consolidated, key);
+            v = consolidated_get(h, key);
         } else { /* v3: "a/b/zarr.json" is the entry "a/b" */
             size_t kl = strlen(key), sl = strlen("/zarr.json");
             char *node = kl > sl ? strndup(key, kl - sl) : NULL;
-            v = node ? zf_json_get(h->consolidated, node) : NULL;
+            v = node ? consolidated_get(h, node) : NULL;
             free(node);
         }
         if (!v)
@@ -128,7 +172,7 @@ zf_status zf_h_get_doc(zf_hierarchy *h, const char *key, char **text, size_t *le
 static bool doc_exists(zf_hierarchy *h, const char *key)
 {
     if (h->consolidated && h->format == ZF_FORMAT_V2)
-        return zf_json_get(h->consolidated, key) != NULL;
+        return consolidated_get(h, key) != NULL;
     return zf_store_stat(h->store, key, NULL, NULL, NULL) == ZF_OK;
 }
 
@@ -532,9 +576,6 @@ zf_status zf_h_push_name(char ***names, size_t *n, size_t *cap, const char *name
                     name, len, NAME_MAX);
         return ZF_OK;
     }
-    for (size_t i = 0; i < *n; i++)
-        if (strlen((*names)[i]) == len && memcmp((*names)[i], name, len) == 0)
-            return ZF_OK;
     if (*n == *cap) {
         size_t c = *cap ? *cap * 2 : 16;
         char **nn = realloc(*names, c * sizeof *nn);
@@ -546,6 +587,43 @@ zf_status zf_h_push_name(char ***names, size_t *n, size_t *cap, const char *name
     if (!((*names)[*n] = strndup(name, len)))
         return ZF_ERR_NOMEM;
     (*n)++;
+    return ZF_OK;
+}
+
+static int by_name(const void *a, const void *b, void *names)
+{
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    int c = strcmp(((char **)names)[i], ((char **)names)[j]);
+    return c ? c : (i > j) - (i < j); /* equal names: first occurrence first */
+}
+
+zf_status zf_h_unique_names(char **names, size_t *n)
+{
+    if (*n < 2)
+        return ZF_OK;
+    size_t *idx = malloc(*n * sizeof *idx);
+    bool *drop = calloc(*n, sizeof *drop);
+    if (!idx || !drop) {
+        free(idx);
+        free(drop);
+        return ZF_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < *n; i++)
+        idx[i] = i;
+    qsort_r(idx, *n, sizeof *idx, by_name, names);
+    for (size_t k = 1; k < *n; k++)
+        if (strcmp(names[idx[k]], names[idx[k - 1]]) == 0)
+            drop[idx[k]] = true;
+    size_t m = 0;
+    for (size_t i = 0; i < *n; i++) {
+        if (drop[i])
+            free(names[i]);
+        else
+            names[m++] = names[i];
+    }
+    *n = m;
+    free(idx);
+    free(drop);
     return ZF_OK;
 }
 
@@ -928,6 +1006,8 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
         st = list_store(h, dir->prefix, v2_docs, names, n, &cap, err);
     if (st == ZF_OK && !dir->virtual_root)
         st = zf_h_list_pending(h, dir, names, n, &cap);
+    if (st == ZF_OK)
+        st = zf_h_unique_names(*names, n);
     if (st == ZF_OK && h->sidecars) { /* each array's sidecars after the real children */
         size_t nreal = *n;
         for (size_t i = 0; i < nreal && st == ZF_OK; i++) {
@@ -942,6 +1022,8 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
             }
             free(cpath);
         }
+        if (st == ZF_OK) /* a sidecar's name may be a real child's too: the child stays */
+            st = zf_h_unique_names(*names, n);
     }
     if (st == ZF_ERR_UNSUPPORTED) { /* e.g. a web server without index pages */
         pthread_mutex_lock(&h->mu);
@@ -1090,6 +1172,7 @@ static zf_status read_consolidated(zf_hierarchy *h, zf_err *err)
     }
     h->consolidated_doc = doc;
     h->consolidated = md;
+    index_consolidated(h);
     zf_store_stat(h->store, ".zmetadata", NULL, &h->root_mtime, NULL);
     return ZF_OK;
 }
@@ -1111,6 +1194,7 @@ static zf_status read_consolidated_v3(zf_hierarchy *h, const char *text, size_t 
         YAJL_IS_OBJECT(md)) {
         h->consolidated_doc = doc;
         h->consolidated = md;
+        index_consolidated(h);
         return ZF_OK;
     }
     if (cm && !YAJL_IS_NULL(cm))
@@ -1241,6 +1325,7 @@ void zf_hierarchy_free(zf_hierarchy *h)
     zf_h_free_retired(h);
     if (h->consolidated_doc)
         yajl_tree_free(h->consolidated_doc);
+    free(h->consolidated_order);
     zf_cache_free(h->cache);
     zf_store_close(h->store);
     free(h->root_array_name);

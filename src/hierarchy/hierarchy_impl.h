@@ -25,6 +25,7 @@ struct zf_hierarchy {
     yajl_val consolidated; /* .zmetadata's "metadata" object (v2), the root zarr.json's
                               consolidated_metadata "metadata" object (v3), or NULL */
     yajl_val consolidated_doc;
+    size_t *consolidated_order; /* consolidated's keys by name (index_consolidated), or NULL */
     struct timespec root_mtime;
     char *root_array_name; /* non-NULL when the store root is an array */
     /* writing (hierarchy_write.c) */
@@ -57,9 +58,14 @@ double zf_h_mono_now(void);
 void zf_h_unlink_locked(zf_hierarchy *h, zf_node *n);
 zf_node *zf_h_find_locked(zf_hierarchy *h, const char *path);
 zf_pool *zf_h_ensure_pool(zf_hierarchy *h);
-/* Append a copy of name[0..len) to a names list (growing it) unless it is there already, or is
- * longer than NAME_MAX (skipped with a warning: no path could name it). */
+/* Append a copy of name[0..len) to a names list (growing it), unless it is longer than NAME_MAX
+ * (skipped with a warning: no path could name it). The list may then hold a name twice:
+ * zf_h_unique_names removes the later copies. */
 zf_status zf_h_push_name(char ***names, size_t *n, size_t *cap, const char *name, size_t len);
+/* Remove the later copies of names that occur more than once, keeping the order of the first
+ * ones; O(n log n), so that a listing of many children (a hostile store's million) is not
+ * quadratic. */
+zf_status zf_h_unique_names(char **names, size_t *n);
 /* Bytes of an array's flat view: product(shape) * itemsize. */
 uint64_t zf_h_array_nbytes(const zf_array_meta *m);
 /* Names of the pending (metadata-less) files in dir, added to a listing. */

@@ -134,7 +134,9 @@ class MountError(Exception):
 class Mount:
     """with Mount(store, options=["cache_size=16M"]) as m: ... m.mnt, m.path("a/b"), m.pid"""
 
-    def __init__(self, store, options=(), args=(), mnt=None, check_exit=True, label=None):
+    def __init__(self, store, options=(), args=(), mnt=None, check_exit=True, label=None,
+                 mount_timeout=MOUNT_TIMEOUT):
+        self.mount_timeout = mount_timeout
         self.store = store
         self.options = list(options)
         self.args = list(args)
@@ -197,7 +199,7 @@ class Mount:
                                      stderr=self.errfile, start_new_session=True)
         with _active_lock:
             _active.append(self)
-        deadline = time.monotonic() + MOUNT_TIMEOUT
+        deadline = time.monotonic() + self.mount_timeout
         while True:
             if fuse_mounted_at(self.mnt):
                 return self
@@ -210,7 +212,7 @@ class Mount:
             if time.monotonic() > deadline:
                 self.stop(failed=True)
                 raise MountError("zarrfs did not mount %s within %.0f s\n  command: %s"
-                                 % (self.mnt, MOUNT_TIMEOUT, " ".join(cmd)))
+                                 % (self.mnt, self.mount_timeout, " ".join(cmd)))
             time.sleep(0.02)
 
     def stop(self, failed=False):
@@ -425,6 +427,20 @@ def main(file_timeout=570):
 
 # --------------------------------------------------------------------------------------------
 # file access
+
+_SANITIZED = None
+
+
+def sanitized_build():
+    """True when ZARRFS is an AddressSanitizer or ThreadSanitizer build (its allocator copies on
+    every realloc, so tests of scale use smaller inputs there)."""
+    global _SANITIZED
+    if _SANITIZED is None:
+        with open(ZARRFS, "rb") as f:
+            data = f.read()
+        _SANITIZED = b"__asan_init" in data or b"__tsan_init" in data
+    return _SANITIZED
+
 
 def read_all(path, bufsize=1 << 20):
     with open(path, "rb", buffering=0) as f:
