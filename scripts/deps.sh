@@ -10,10 +10,12 @@ libzstd-dev libblosc-dev libbz2-dev liblzma-dev check python3-zarr python3-numco
 python3-numpy attr groff-base man-db systemd mount util-linux libcurl4-openssl-dev libxml2-dev libzip-dev zip python3-vtk9
 nginx-light openssl curl iproute2 python3-fsspec python3-aiohttp python3-h5py python3-netcdf4 python3-jinja2
 python3-gdal"
+# scripts/fuzz.sh: clang 14 with its libFuzzer, ASan and UBSan runtimes.
+ZF_FUZZ_DEPS="clang libclang-rt-14-dev"
 
-zf_install_deps() {
+zf_install_deps() { # [PACKAGES] (default: $ZF_DEPS)
     local missing=()
-    for p in $ZF_DEPS; do
+    for p in ${1:-$ZF_DEPS}; do
         if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
             missing+=("$p")
         fi

@@ -786,7 +786,8 @@ static zf_status parse_refs(refs_store *r, yajl_val doc, const char *dir,
         if ((st = parse_value(r, refs->u.object.keys[i], refs->u.object.values[i],
                               vn == 1 ? &c : NULL, dir, err)) != ZF_OK)
             return st;
-    qsort(r->e, r->n, sizeof *r->e, entry_cmp);
+    if (r->n) /* no entries: r->e is NULL, which qsort must not get */
+        qsort(r->e, r->n, sizeof *r->e, entry_cmp);
     for (size_t i = 0; i + 1 < r->n; i++) /* refs after gen: a later key wins */
         if (!strcmp(r->e[i].key, r->e[i + 1].key))
             return zf_fail(err, ZF_ERR_INVALID, "%s: defined twice (gen and refs)", r->e[i].key);

@@ -1,0 +1,150 @@
+/* fuzz_codec.h — the codec-chain targets' shared half: the input's header, and decoding plus
+ * the encode -> decode round trip of one chunk through a parsed array's chain.
+ *
+ * Input: "DTYPE SHAPE [EXTRA]\n" CODECS '\0' CHUNK, where DTYPE is a data type as the dialect
+ * writes it (v2 "<f8", v3 "float64"), SHAPE the chunk shape as comma-separated integers ("" or
+ * "-" for 0-d), EXTRA a dialect-specific option, CODECS the codec configuration as JSON (the
+ * target builds the metadata document around it) and CHUNK the stored chunk's bytes. */
+#ifndef ZARRFS_FUZZ_CODEC_H
+#define ZARRFS_FUZZ_CODEC_H
+
+#include "fuzz.h"
+#include "zarrfs/codec.h"
+#include "zarrfs/meta.h"
+
+typedef struct fz_codec_input {
+    char dtype[64], shape[256], extra[64]; /* shape: "1,2,3" (JSON list members) */
+    const uint8_t *codecs, *chunk;
+    size_t codecs_n, chunk_n;
+} fz_codec_input;
+
+/* Parse the header; false when the input does not have one (the target skips it). */
+static bool fz_codec_input_parse(const uint8_t *data, size_t size, fz_codec_input *in)
+{
+    const uint8_t *p = data, *line;
+    size_t n = size, line_n;
+    fz_split(&p, &n, "\n", &line, &line_n);
+    char *hdr = fz_strndup(line, line_n);
+    if (!hdr)
+        return false;
+    memset(in, 0, sizeof *in);
+    char *save, *tok[3] = {NULL, NULL, NULL};
+    tok[0] = strtok_r(hdr, " ", &save);
+    tok[1] = tok[0] ? strtok_r(NULL, " ", &save) : NULL;
+    tok[2] = tok[1] ? strtok_r(NULL, " ", &save) : NULL;
+    bool ok = tok[0] && tok[1] && strlen(tok[0]) < sizeof in->dtype &&
+              strlen(tok[1]) < sizeof in->shape && (!tok[2] || strlen(tok[2]) < sizeof in->extra);
+    for (const char *c = tok[1]; ok && *c; c++)
+        ok = (*c >= '0' && *c <= '9') || *c == ',' || *c == '-';
+    if (ok) {
+        strcpy(in->dtype, tok[0]);
+        strcpy(in->shape, strcmp(tok[1], "-") == 0 ? "" : tok[1]);
+        if (tok[2])
+            strcpy(in->extra, tok[2]);
+        const uint8_t *nul = memchr(p, '\0', n);
+        in->codecs = p;
+        in->codecs_n = nul ? (size_t)(nul - p) : n;
+        in->chunk = nul ? nul + 1 : p + n;
+        in->chunk_n = nul ? n - in->codecs_n - 1 : 0;
+    }
+    free(hdr);
+    return ok;
+}
+
+/* Codecs whose decode(encode(x)) legitimately differs from x (numcodecs' lossy filters, a
+ * float delta's rounding, categorize's unknown values, packbits of other than booleans), looked for in nested shards too; and
+ * any chain whose configuration has an "astype" (a delta computed in a narrower type wraps) or a
+ * delta with a float or complex dtype of its own (fz_codec_run). */
+static bool fz_chain_is_lossy(const zf_codec_chain *chain, const zf_chunk_repr *decoded)
+{
+    static const char *const lossy[] = {"quantize", "bitround", "fixedscaleoffset", "astype",
+                                        "categorize", "numcodecs.quantize", "numcodecs.bitround",
+                                        "numcodecs.fixedscaleoffset", "numcodecs.astype",
+                                        "numcodecs.categorize"};
+    for (size_t i = 0; i < chain->n; i++) {
+        const zf_codec *c = chain->codecs[i];
+        const char *name = c->ops->name;
+        for (size_t k = 0; k < sizeof lossy / sizeof lossy[0]; k++)
+            if (strcmp(name, lossy[k]) == 0)
+                return true;
+        if (strstr(name, "delta") && (decoded->dtype.kind == 'f' || decoded->dtype.kind == 'c'))
+            return true;
+        if (strstr(name, "packbits") && decoded->dtype.kind != 'b') /* bytes become 0 or 1 */
+            return true;
+        zf_sharding sh;
+        if (zf_codec_sharding(c, &sh) && fz_chain_is_lossy(sh.codecs, sh.inner))
+            return true;
+    }
+    return false;
+}
+
+/* Decode in->chunk with the array's chain; then encode a chunk (the decoded one, or else the
+ * input's bytes) and decode it again: that must succeed and, for lossless chains, give back
+ * exactly what was encoded. */
+static void fz_codec_run(const zf_node_meta *m, const fz_codec_input *in)
+{
+    bool lossy_config = memmem(in->codecs, in->codecs_n, "astype", 6) != NULL;
+    /* a delta whose own dtype is a float or complex (it need not be the array's) */
+    static const char *const float_types[] = {"f2\"", "f4\"", "f8\"", "float", "c8\"", "c16\"",
+                                              "complex"};
+    if (memmem(in->codecs, in->codecs_n, "delta", 5))
+        for (size_t i = 0; i < sizeof float_types / sizeof float_types[0]; i++)
+            lossy_config |= memmem(in->codecs, in->codecs_n, float_types[i],
+                                   strlen(float_types[i])) != NULL;
+    const zf_array_meta *a = &m->array;
+    if (m->kind != ZF_NODE_ARRAY || m->unsupported != ZF_OK || a->variable_length)
+        return;
+    uint64_t elems = zf_array_meta_chunk_elems(a);
+    if (a->dtype.itemsize == 0 || elems > FZ_MAX_CHUNK / a->dtype.itemsize)
+        return;
+    zf_chunk_repr r = {.ndim = a->ndim, .dtype = a->dtype,
+                       .nbytes = (size_t)(elems * a->dtype.itemsize)};
+    memcpy(r.shape, a->chunks, sizeof(uint64_t) * a->ndim);
+    size_t nb = r.nbytes;
+    uint8_t *out = malloc(nb ? nb : 1), *x = malloc(nb ? nb : 1), *back = malloc(nb ? nb : 1);
+    if (!out || !x || !back)
+        goto done;
+    zf_err err = {""};
+    zf_status st = zf_chain_decode(&a->chain, &r, in->chunk, in->chunk_n, out, &err);
+    FZ_CHECK(st == ZF_OK || st == ZF_ERR_CORRUPT || st == ZF_ERR_NOMEM || st == ZF_ERR_INVALID ||
+                 st == ZF_ERR_UNSUPPORTED,
+             "decode status %d", st);
+    if (st == ZF_OK)
+        memcpy(x, out, nb);
+    else
+        for (size_t i = 0; i < nb; i++)
+            x[i] = in->chunk_n ? in->chunk[i % in->chunk_n] : 0;
+    if (a->dtype.kind == 'b') /* NumPy booleans are 0 or 1 */
+        for (size_t i = 0; i < nb; i++)
+            x[i] = x[i] != 0;
+    uint8_t *enc = NULL;
+    size_t enc_n = 0;
+    unsigned flags = in->chunk_n & 1 ? ZF_ENCODE_WRITE_EMPTY : 0;
+    st = zf_chain_encode(&a->chain, &r, x, flags, &enc, &enc_n, &err);
+    if (st == ZF_OK) {
+        zf_err derr = {""};
+        zf_status ds = zf_chain_decode(&a->chain, &r, enc, enc_n, back, &derr);
+        /* A lossy step before a checksum or compressor (in decode order) can make what was
+         * encoded undecodable, as with numcodecs (a float delta of zlib's output). */
+        bool lossy = lossy_config || fz_chain_is_lossy(&a->chain, &r);
+        FZ_CHECK(ds == ZF_OK || (lossy && ds == ZF_ERR_CORRUPT),
+                 "decoding what was encoded (%zu -> %zu bytes) failed: %s", nb, enc_n, derr.msg);
+        if (!lossy) {
+            size_t i = 0;
+            while (i < nb && back[i] == x[i])
+                i++;
+            FZ_CHECK(i == nb, "round trip differs at byte %zu of %zu (%s, chain of %zu codecs)",
+                     i, nb, a->dtype_typestr ? a->dtype_typestr : "?", a->chain.n);
+        }
+    } else {
+        FZ_CHECK(st == ZF_ERR_INVALID || st == ZF_ERR_UNSUPPORTED || st == ZF_ERR_NOMEM,
+                 "encode status %d: %s", st, err.msg);
+    }
+    free(enc);
+done:
+    free(out);
+    free(x);
+    free(back);
+}
+
+#endif
