@@ -32,6 +32,7 @@ else
 fi
 targets=${*:-$ALL}
 build=${ZF_FUZZ_BUILD:-build-fuzz}
+case $build in /*) ;; *) build=$PWD/$build ;; esac # absolute: TMPDIR and messages use it
 jobs=${ZF_FUZZ_JOBS:-1}
 nicelevel=${ZF_FUZZ_NICE:-10}
 rss=${ZF_FUZZ_RSS_MB:-2048}
@@ -68,7 +69,7 @@ mkdir -p "$out/logs"
 # they are removed here.
 rm -rf "$out/tmp"
 mkdir -p "$out/tmp"
-export TMPDIR=$PWD/$out/tmp
+export TMPDIR=$out/tmp
 trap 'rm -rf "$out/tmp"' EXIT
 
 dict_of() {

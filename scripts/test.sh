@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build zarrfs and run the whole test suite: unit tests (Check) and mounted integration tests,
 # in a normal build, an AddressSanitizer + UndefinedBehaviorSanitizer build and a ThreadSanitizer
-# build.
+# build; then each fuzz target briefly (scripts/fuzz.sh; ZF_FUZZ_SECONDS, default 20).
 # For a fresh Debian machine, as root: installs what is missing first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,4 +44,8 @@ echo "   pool, concurrent readers and writers, two daemons on one store) runs un
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 export ZF_DURABILITY_KILLS=20 # the kill loop's races are the same at 20 kills as at 100
 run_suite build-tsan -Db_sanitize=thread -Db_lundef=false
-echo "== all zarrfs tests passed (normal, ASan+UBSan and TSan builds)"
+echo "== zarrfs fuzzing: each libFuzzer target for ${ZF_FUZZ_SECONDS:-20} s, two at a time"
+echo "   (scripts/fuzz.sh, docs/fuzzing.md; its own clang + ASan + UBSan build in build-fuzz/)"
+env -u ASAN_OPTIONS -u UBSAN_OPTIONS -u TSAN_OPTIONS ZF_FUZZ_JOBS=2 \
+    bash scripts/fuzz.sh "${ZF_FUZZ_SECONDS:-20}"
+echo "== all zarrfs tests passed (normal, ASan+UBSan and TSan builds; fuzzing)"
