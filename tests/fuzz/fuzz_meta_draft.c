@@ -2,8 +2,7 @@
  * (bit 0: 2020 or 2022) and the document (bits 1-2: the entry point zarr.json through
  * zf_meta_detect, an array (.array.json) or a group (.group.json) document); the rest is the
  * document. */
-#include "fuzz.h"
-#include "zarrfs/meta.h"
+#include "fuzz_meta.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -26,15 +25,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         if (zf_meta_parse_draft_array(f, "meta/root/a.array.json", text, n, &m, &err) == ZF_OK &&
             m.unsupported == ZF_OK) {
-            const zf_array_meta *a = &m.array;
             FZ_CHECK(m.kind == ZF_NODE_ARRAY && m.format == f, "kind %d format %d", m.kind,
                      m.format);
-            for (unsigned d = 0; d < a->ndim; d++)
-                FZ_CHECK(a->chunks[d] >= 1, "chunks[%u] = 0", d);
-            uint64_t coords[ZF_MAX_DIMS] = {0}, bytes;
-            char key[4096];
-            zf_array_meta_chunk_key(a, "data/root/a", coords, key, sizeof key);
-            (void)zf_array_meta_flat_size(a, &bytes);
+            fz_check_array_meta(&m.array, "data/root/a", false);
         }
     }
     zf_node_meta_free(&m);

@@ -2,24 +2,17 @@
  * optionally followed by a NUL byte and the node's .zattrs text, parsed with
  * zf_meta_parse_v2_array and zf_meta_parse_v2_group. A parsed array must describe itself
  * consistently (chunks >= 1, a chunk key for chunk 0, a fill value of itemsize bytes). */
-#include "fuzz.h"
-#include "zarrfs/meta.h"
+#include "fuzz_meta.h"
 
 static void check_array(const zf_node_meta *m)
 {
     const zf_array_meta *a = &m->array;
     FZ_CHECK(m->kind == ZF_NODE_ARRAY, "kind %d", m->kind);
     FZ_CHECK(m->metadata_json && m->attributes_json, "documents kept");
-    FZ_CHECK(a->ndim <= ZF_MAX_DIMS, "ndim %u", a->ndim);
+    FZ_CHECK(a->ndim <= ZF_MAX_DIMS, "ndim %u", a->ndim); /* unsupported arrays too */
     if (m->unsupported != ZF_OK)
         return;
-    for (unsigned d = 0; d < a->ndim; d++)
-        FZ_CHECK(a->chunks[d] >= 1, "chunks[%u] = 0", d);
-    FZ_CHECK(a->fill_value != NULL || a->dtype.itemsize == 0, "fill value bytes");
-    uint64_t coords[ZF_MAX_DIMS] = {0}, bytes;
-    char key[4096];
-    zf_array_meta_chunk_key(a, "g/a", coords, key, sizeof key);
-    (void)zf_array_meta_flat_size(a, &bytes);
+    fz_check_array_meta(a, "g/a", true);
     (void)zf_array_meta_chunk_elems(a);
 }
 
