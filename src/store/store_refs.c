@@ -84,7 +84,12 @@ typedef struct tctx {
 typedef struct tparser {
     const char *p, *end;
     tctx *c;
+    unsigned nest; /* t_primary calls in progress: parentheses, unary '-', arguments */
 } tparser;
+
+/* Deepest nesting of an expression ("((((1))))", "- - -1"): each level is a few stack frames,
+ * and a reference file is untrusted input (a 4 KB key overflowed the stack before). */
+#define MAX_EXPR_NEST 64
 
 static void tval_free(tval *v)
 {
@@ -123,7 +128,21 @@ static const char *tmpl_get(const tctx *c, const char *name, size_t n)
     return NULL;
 }
 
+static zf_status t_primary_1(tparser *t, tval *out);
+
 static zf_status t_primary(tparser *t, tval *out)
+{
+    if (t->nest >= MAX_EXPR_NEST) {
+        *out = (tval){0};
+        return terr(t, "expression nested too deep");
+    }
+    t->nest++;
+    zf_status st = t_primary_1(t, out);
+    t->nest--;
+    return st;
+}
+
+static zf_status t_primary_1(tparser *t, tval *out)
 {
     skip_ws(t);
     *out = (tval){0};

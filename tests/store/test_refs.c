@@ -230,6 +230,22 @@ START_TEST(refs_errors_at_open)
     expect_refused("{\"version\": 1, \"templates\": {\"a\": \"{{a()}}\"},"
                    " \"refs\": {\"k\": [\"{{a()}}\"]}}",
                    ZF_ERR_INVALID, "nested too deep");
+    { /* 100 000 parentheses, then 100 000 minus signs: refused, not a stack overflow */
+        size_t depth = 100000;
+        char *deep = malloc(4 * depth + 128), *p = deep;
+        ck_assert_ptr_nonnull(deep);
+        p += sprintf(p, "{\"version\": 1, \"refs\": {\"a/0\": [\"{{");
+        memset(p, '(', depth), p += depth;
+        *p++ = '1';
+        memset(p, ')', depth), p += depth;
+        strcpy(p, "}}\"]}}");
+        expect_refused(deep, ZF_ERR_INVALID, "expression nested too deep");
+        p = deep + sprintf(deep, "{\"version\": 1, \"refs\": {\"a/0\": [\"{{");
+        memset(p, '-', depth), p += depth;
+        strcpy(p, "1}}\"]}}");
+        expect_refused(deep, ZF_ERR_INVALID, "expression nested too deep");
+        free(deep);
+    }
     expect_refused("{\"version\": 1, \"gen\": [{\"key\": \"k{{i}}\", \"url\": \"data.bin\","
                    " \"offset\": \"1\", \"dimensions\": {\"i\": {\"stop\": 2}}}]}",
                    ZF_ERR_INVALID, "\"offset\" and \"length\" go together");
