@@ -520,10 +520,17 @@ static zf_status lookup_real(zf_hierarchy *h, const char *path, zf_node **out, z
         n->size = zf_h_array_nbytes(&n->meta.array);
     else if (!n->is_dir) /* undecodable: its real size, reads fail (zf_hierarchy_array) */
         zf_array_meta_flat_size(&n->meta.array, &n->size);
+    return zf_h_publish(h, n, NULL, out);
+}
+
+zf_status zf_h_publish(zf_hierarchy *h, zf_node *n, zf_node *replaces, zf_node **out)
+{
     pthread_mutex_lock(&h->mu);
+    if (replaces)
+        zf_h_unlink_locked(h, replaces);
     zf_node *in = zf_h_insert_locked(h, n);
     pthread_mutex_unlock(&h->mu);
-    if (in != n)
+    if (in != n) /* another thread's copy won (or no memory) */
         zf_h_node_free(n);
     if (!in)
         return ZF_ERR_NOMEM;

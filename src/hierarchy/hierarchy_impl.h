@@ -52,6 +52,9 @@ zf_status zf_h_load_meta(zf_hierarchy *h, const char *prefix, zf_node_meta *m,
                          struct timespec *mtime, zf_err *err);
 char *zf_h_data_prefix(zf_hierarchy *h, const char *path);
 zf_node *zf_h_insert_locked(zf_hierarchy *h, zf_node *n);
+/* Make new node n findable, unlinking `replaces` (may be NULL) first, under h->mu; when a node
+ * of that path got there first, n is freed and *out is that node. ZF_ERR_NOMEM (n freed). */
+zf_status zf_h_publish(zf_hierarchy *h, zf_node *n, zf_node *replaces, zf_node **out);
 void zf_h_node_free(zf_node *n);
 zf_node *zf_h_node_new(const char *path, const char *prefix);
 double zf_h_mono_now(void);

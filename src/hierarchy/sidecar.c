@@ -208,44 +208,47 @@ static bool plain_type(const zf_array_meta *a, char *order, char *kind, unsigned
 
 static bool is_big(char order) { return order == '>'; }
 
-/* ENVI "data type" code; 0 when ENVI has none. */
+/* How each header format names a data type (kind and size in bytes, as parse_dtype gives them):
+ * ENVI's "data type" code (0: none), MetaImage's ElementType and NRRD's type (NULL: none). */
+typedef struct header_type {
+    char kind;
+    unsigned size;
+    int envi;
+    const char *mhd, *nrrd;
+} header_type;
+static const header_type HEADER_TYPES[] = {
+    {'u', 1, 1, "MET_UCHAR", "uint8"},         {'u', 2, 12, "MET_USHORT", "uint16"},
+    {'u', 4, 13, "MET_UINT", "uint32"},        {'u', 8, 15, "MET_ULONG_LONG", "uint64"},
+    {'i', 1, 0, "MET_CHAR", "int8"},           {'i', 2, 2, "MET_SHORT", "int16"},
+    {'i', 4, 3, "MET_INT", "int32"},           {'i', 8, 14, "MET_LONG_LONG", "int64"},
+    {'f', 4, 4, "MET_FLOAT", "float"},         {'f', 8, 5, "MET_DOUBLE", "double"},
+    {'c', 8, 6, NULL, NULL},                   {'c', 16, 9, NULL, NULL},
+};
+
+static const header_type *header_type_of(char kind, unsigned size)
+{
+    for (size_t i = 0; i < sizeof HEADER_TYPES / sizeof *HEADER_TYPES; i++)
+        if (HEADER_TYPES[i].kind == kind && HEADER_TYPES[i].size == size)
+            return &HEADER_TYPES[i];
+    return NULL;
+}
+
 static int envi_code(char kind, unsigned size)
 {
-    if (kind == 'u')
-        return size == 1 ? 1 : size == 2 ? 12 : size == 4 ? 13 : size == 8 ? 15 : 0;
-    if (kind == 'i')
-        return size == 2 ? 2 : size == 4 ? 3 : size == 8 ? 14 : 0;
-    if (kind == 'f')
-        return size == 4 ? 4 : size == 8 ? 5 : 0;
-    if (kind == 'c')
-        return size == 8 ? 6 : size == 16 ? 9 : 0;
-    return 0;
+    const header_type *t = header_type_of(kind, size);
+    return t ? t->envi : 0;
 }
 
 static const char *mhd_type(char kind, unsigned size)
 {
-    if (kind == 'u')
-        return size == 1 ? "MET_UCHAR" : size == 2 ? "MET_USHORT" : size == 4 ? "MET_UINT"
-               : size == 8 ? "MET_ULONG_LONG" : NULL;
-    if (kind == 'i')
-        return size == 1 ? "MET_CHAR" : size == 2 ? "MET_SHORT" : size == 4 ? "MET_INT"
-               : size == 8 ? "MET_LONG_LONG" : NULL;
-    if (kind == 'f')
-        return size == 4 ? "MET_FLOAT" : size == 8 ? "MET_DOUBLE" : NULL;
-    return NULL;
+    const header_type *t = header_type_of(kind, size);
+    return t ? t->mhd : NULL;
 }
 
 static const char *nrrd_type(char kind, unsigned size)
 {
-    if (kind == 'u')
-        return size == 1 ? "uint8" : size == 2 ? "uint16" : size == 4 ? "uint32"
-               : size == 8 ? "uint64" : NULL;
-    if (kind == 'i')
-        return size == 1 ? "int8" : size == 2 ? "int16" : size == 4 ? "int32"
-               : size == 8 ? "int64" : NULL;
-    if (kind == 'f')
-        return size == 4 ? "float" : size == 8 ? "double" : NULL;
-    return NULL;
+    const header_type *t = header_type_of(kind, size);
+    return t ? t->nrrd : NULL;
 }
 
 /* The NumPy descr of the data type as a Python literal: a typestr, or a structured descr
@@ -515,17 +518,7 @@ zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
     n->meta.kind = ZF_NODE_ARRAY;
     n->meta.unsupported = ZF_ERR_UNSUPPORTED; /* no array of its own */
     n->loaded = zf_h_mono_now();
-    pthread_mutex_lock(&h->mu);
-    if (old)
-        zf_h_unlink_locked(h, old); /* made for an older version of the array */
-    zf_node *in = zf_h_insert_locked(h, n);
-    pthread_mutex_unlock(&h->mu);
-    if (in != n)
-        zf_h_node_free(n);
-    if (!in)
-        return ZF_ERR_NOMEM;
-    *out = in;
-    return ZF_OK;
+    return zf_h_publish(h, n, old, out); /* old: made for an older version of the array */
 }
 
 void zf_h_sidecar_refresh(zf_hierarchy *h, zf_node *n)
