@@ -326,6 +326,8 @@ typedef struct zf_disk_cache_options {
     uint64_t max_bytes; /* bound on the entries' bytes (0: ZF_DISK_CACHE_DEFAULT_SIZE) */
     double ttl;         /* seconds an entry is used without revalidation; <= 0: for ever. Absent
                            keys are remembered on disk this long (not at all when <= 0). */
+    const double *clock_advance; /* tests only (an injected clock): seconds added to the cache's
+                                    clocks, read at each use; NULL: the real clocks */
 } zf_disk_cache_options;
 #define ZF_DISK_CACHE_DEFAULT_SIZE ((uint64_t)10 << 30)
 

@@ -235,6 +235,10 @@ static char *cache_dir(void)
     return dir;
 }
 
+/* The disk cache's injected clock: seconds a test moves time on by, so that ttl checks do not
+ * depend on how fast the machine runs the test. */
+static double clock_advance;
+
 static zf_store *open_cache(fake_backend *b, uint64_t max, double ttl)
 {
     fake_store *f = calloc(1, sizeof *f);
@@ -242,7 +246,8 @@ static zf_store *open_cache(fake_backend *b, uint64_t max, double ttl)
     f->base.url = strdup("fake://store");
     f->base.remote = true;
     f->b = b;
-    zf_disk_cache_options o = {.dir = cache_dir(), .max_bytes = max, .ttl = ttl};
+    zf_disk_cache_options o = {
+        .dir = cache_dir(), .max_bytes = max, .ttl = ttl, .clock_advance = &clock_advance};
     zf_store *s;
     zf_err err = {""};
     ck_assert_msg(zf_store_disk_cache_open(&f->base, &o, &s, &err) == ZF_OK, "%s", err.msg);
@@ -469,31 +474,24 @@ START_TEST(dc_foreign_entry_not_used)
 }
 END_TEST
 
-static void sleep_s(double s)
-{
-    struct timespec t = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    nanosleep(&t, NULL);
-}
-
 /* Within the ttl an entry is used as it is; after it, one HEAD per key: the same version keeps
- * the entries, a new one (new ETag) drops them and fetches the new bytes. */
-/* Room for a loaded machine (CI runs two suites at once) between reads meant to fall within
- * one ttl. */
-#define TTL_CHANGED 2.0
+ * the entries, a new one (new ETag) drops them and fetches the new bytes. Time moves on by the
+ * injected clock only, so a slow machine reads within the ttl all the same. */
+#define TTL 60.0
 
 START_TEST(dc_changed_value_after_ttl)
 {
     fill_blob();
     fake_backend *b = backend_new();
     put(b, "v", blob, 4000);
-    zf_store *s = open_cache(b, 0, TTL_CHANGED);
+    zf_store *s = open_cache(b, 0, TTL);
     expect(s, "v", blob, 4000);
     expect_range(s, "v", 10, 100, blob, 4000);
     expect_range(s, "v", 500, 100, blob, 4000);
-    sleep_s(TTL_CHANGED + 0.3);
+    clock_advance += TTL + 1;
     /* unchanged: one HEAD revalidates the key, then its entries are used */
     zf_store_close(s);
-    s = open_cache(b, 0, TTL_CHANGED);
+    s = open_cache(b, 0, TTL);
     unsigned reads = b->reads, heads = b->heads;
     expect(s, "v", blob, 4000);
     expect_range(s, "v", 10, 100, blob, 4000);
@@ -505,7 +503,7 @@ START_TEST(dc_changed_value_after_ttl)
     /* changed: still the old bytes within the ttl, the new ones after it */
     put(b, "v", blob + 1, 4000);
     expect(s, "v", blob, 4000);
-    sleep_s(TTL_CHANGED + 0.3);
+    clock_advance += TTL + 1;
     expect(s, "v", blob + 1, 4000);
     expect_range(s, "v", 10, 100, blob + 1, 4000);
     expect_range(s, "v", 500, 100, blob + 1, 4000);
@@ -525,24 +523,22 @@ START_TEST(dc_changed_value_after_ttl)
 }
 END_TEST
 
-/* An absent key is remembered on disk for the ttl, not beyond it, not with ttl 0 (for ever).
- * The ttl leaves room for a loaded machine between the first read and the second. */
-#define TTL_ABSENT 4.0
+/* An absent key is remembered on disk for the ttl, not beyond it, not with ttl 0 (for ever). */
 START_TEST(dc_absent_for_ttl_only)
 {
     fake_backend *b = backend_new();
     put(b, "present", "p", 1);
-    zf_store *s = open_cache(b, 0, TTL_ABSENT);
+    zf_store *s = open_cache(b, 0, TTL);
     zf_bytes x;
     zf_err err = {""};
     ck_assert_int_eq(zf_store_get(s, "nope", &x, &err), ZF_ERR_NOT_FOUND);
     zf_store_close(s);
-    s = open_cache(b, 0, TTL_ABSENT);
+    s = open_cache(b, 0, TTL);
     unsigned reads = b->reads;
     ck_assert_int_eq(zf_store_get(s, "nope", &x, &err), ZF_ERR_NOT_FOUND);
     ck_assert_uint_eq(b->reads, reads);
     put(b, "nope", "now", 3);
-    sleep_s(TTL_ABSENT + 0.3);
+    clock_advance += TTL + 1;
     expect(s, "nope", "now", 3);
     zf_store_close(s);
     s = open_cache(b, 0, 0);
@@ -795,7 +791,7 @@ START_TEST(dc_over_http)
         return;
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d", sv.port);
-    zf_disk_cache_options o = {.dir = cache_dir(), .ttl = TTL_CHANGED};
+    zf_disk_cache_options o = {.dir = cache_dir(), .ttl = TTL, .clock_advance = &clock_advance};
     for (int round = 0; round < 3; round++) {
         zf_store *h, *s;
         zf_err err = {""};
@@ -821,7 +817,7 @@ START_TEST(dc_over_http)
         }
         zf_store_close(s);
         if (round == 1) { /* a new value, a new mtime: a new ETag */
-            sleep_s(TTL_CHANGED + 0.3);
+            clock_advance += TTL + 1;
             f = fopen(file, "wb");
             fwrite(blob + 1, 1, 10000, f);
             fclose(f);
