@@ -142,6 +142,8 @@ typedef struct zf_decode_stats {
     double encode_seconds;
     uint64_t shard_conflicts; /* shard writes retried: another writer changed the shard between
                                  its read and the conditional write (zf_store_set_if) */
+    uint64_t chunk_conflicts; /* chunks written in part whose merge was retried: the chunk
+                                 changed in the store between its read and the conditional write */
 } zf_decode_stats;
 void zf_array_get_decode_stats(zf_decode_stats *out);
 

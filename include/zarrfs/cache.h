@@ -83,7 +83,12 @@ void zf_cache_entry_set_data(zf_cache *c, zf_cache_entry *e, void *data, size_t 
  * until the entry is clean: flush before the owner goes away). */
 void zf_cache_mark_dirty(zf_cache *c, zf_cache_entry *e, const zf_cache_owner *owner);
 bool zf_cache_entry_is_dirty(const zf_cache_entry *e); /* entry locked */
-/* The locked entry's data is stored: drop its dirty mark. */
+/* The owner's record of what was written into a pinned, locked entry since it was last stored
+ * (NULL: none), and setting it (malloc'd; the cache frees the one it replaces, and frees it
+ * when the entry is marked clean or freed). */
+void *zf_cache_entry_written(zf_cache_entry *e);
+void zf_cache_entry_set_written(zf_cache_entry *e, void *written);
+/* The locked entry's data is stored: drop its dirty mark (and its record of what was written). */
 void zf_cache_mark_clean(zf_cache *c, zf_cache_entry *e);
 /* Pin (array_id, chunk) if it is cached and loaded, without loading: ZF_OK and *out, else
  * ZF_ERR_NOT_FOUND. */

@@ -146,7 +146,7 @@ zf_status zf_grid_runs(const zf_grid *g, uint64_t elem_begin, uint64_t elem_end,
 /* ---------- the flat view ---------- */
 
 static _Atomic uint64_t n_decoded, n_failed, decode_ns, n_encoded, n_encode_failed, encode_ns,
-    n_shard_conflicts;
+    n_shard_conflicts, n_chunk_conflicts;
 
 void zf_array_get_decode_stats(zf_decode_stats *out)
 {
@@ -154,10 +154,12 @@ void zf_array_get_decode_stats(zf_decode_stats *out)
                              .seconds = (double)decode_ns / 1e9,
                              .encoded = n_encoded, .encode_failures = n_encode_failed,
                              .encode_seconds = (double)encode_ns / 1e9,
-                             .shard_conflicts = n_shard_conflicts};
+                             .shard_conflicts = n_shard_conflicts,
+                             .chunk_conflicts = n_chunk_conflicts};
 }
 
 void zf_array_count_shard_conflict(void) { n_shard_conflicts++; }
+void zf_array_count_chunk_conflict(void) { n_chunk_conflicts++; }
 
 void zf_array_count_encode(uint64_t ns, bool ok)
 {
@@ -329,6 +331,20 @@ static zf_status load_index(void *ctx, uint64_t shard, void **data, size_t *size
 
 /* Cache loader of one chunk of the flat view: a whole stored chunk, or one innermost chunk of a
  * shard, fetched by byte range. */
+zf_status zf_array_read_stored_chunk(zf_array *a, const char *key, void **data, size_t *size,
+                                     zf_store_version *ver, zf_err *err)
+{
+    zf_bytes raw;
+    zf_err serr = {""};
+    zf_status st = ver ? zf_store_read_versioned(a->store, key, ZF_READ_ALL, 0, 0, &raw, ver, &serr)
+                       : zf_store_get(a->store, key, &raw, &serr);
+    if ((st = store_status(st, &serr, err)) != ZF_OK)
+        return st;
+    char what[4200];
+    snprintf(what, sizeof what, "chunk %s", key);
+    return decode_chunk(a, what, &raw, data, size, err);
+}
+
 zf_status zf_array_load_chunk(void *ctx, uint64_t chunk, void **data, size_t *size, zf_err *err)
 {
     zf_array *a = ctx;
@@ -338,16 +354,10 @@ zf_status zf_array_load_chunk(void *ctx, uint64_t chunk, void **data, size_t *si
     zf_status st = zf_array_stored_key(a, &a->grid, cc, key, sizeof key, err);
     if (st != ZF_OK)
         return st;
+    if (a->nlevels == 0)
+        return zf_array_read_stored_chunk(a, key, data, size, NULL, err);
     zf_bytes raw;
     zf_err serr = {""};
-    if (a->nlevels == 0) {
-        st = zf_store_get(a->store, key, &raw, &serr);
-        if ((st = store_status(st, &serr, err)) != ZF_OK)
-            return st;
-        char what[4200];
-        snprintf(what, sizeof what, "chunk %s", key);
-        return decode_chunk(a, what, &raw, data, size, err);
-    }
     uint64_t off, n;
     if ((st = locate_inner(&a->levels[a->nlevels - 1], cc, &off, &n, err)) != ZF_OK)
         return st;

@@ -58,6 +58,12 @@ struct zf_array {
 /* Cache loader of one chunk of the flat view (ctx: the zf_array). */
 zf_status zf_array_load_chunk(void *ctx, uint64_t chunk, void **data, size_t *size,
                               zf_err *err);
+/* The chunk stored at key (not sharded: a whole chunk) decoded into a new buffer (*data,
+ * *size = chunk_nbytes bytes), with the version read in *ver unless ver is NULL. Errors:
+ * ZF_ERR_NOT_FOUND (no such chunk), ZF_ERR_IO (the store failed), ZF_ERR_CORRUPT (it does not
+ * decode), ZF_ERR_NOMEM. */
+zf_status zf_array_read_stored_chunk(zf_array *a, const char *key, void **data, size_t *size,
+                                     zf_store_version *ver, zf_err *err);
 /* Store key of the stored chunk (the level-0 shard when sharded) holding the cached chunk whose
  * coordinates in grid g are cc. */
 zf_status zf_array_stored_key(zf_array *a, const zf_grid *g, const uint64_t *cc, char *key,
@@ -68,6 +74,7 @@ void zf_array_fill_pattern(uint8_t *dst, uint64_t first_byte, size_t n, const ui
 /* Count one chunk encoded in `ns` nanoseconds (or failed), for zf_array_get_decode_stats. */
 void zf_array_count_encode(uint64_t ns, bool ok);
 void zf_array_count_shard_conflict(void);
+void zf_array_count_chunk_conflict(void);
 uint64_t zf_array_now_ns(void);
 
 /* The bytes [*rb, *rb + return) of the flat view that a run covers within [begin, end). */

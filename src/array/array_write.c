@@ -3,9 +3,11 @@
  * A write of [offset, offset + len): byte range -> runs of elements in one chunk (zf_grid_runs,
  * as reads) -> for each run, the decoded chunk from the cache (a chunk the write covers whole is
  * created filled with the fill value instead of being read) -> memcpy under the entry's lock ->
- * the entry is marked dirty. Writeback (called by the cache's flushes) encodes a dirty chunk and
- * stores it, or erases it when it holds only the fill value; for sharded arrays it rewrites the
- * whole shard from its dirty inner chunks and the old shard's other inner chunks. */
+ * the entry is marked dirty, and the elements written are noted (see "what a write changed").
+ * Writeback (called by the cache's flushes) encodes a dirty chunk and stores it, or erases it
+ * when it holds only the fill value; a chunk written in part is first merged into the chunk as
+ * the store holds it then. For sharded arrays it rewrites the whole shard from its dirty inner
+ * chunks and the old shard's other inner chunks. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +19,9 @@
 
 static zf_status writeback(void *ctx, zf_cache_entry *e, zf_err *err);
 
-/* Conditional shard writes tried before a conflict is an error (another writer keeps winning). */
-#define SHARD_WRITE_ATTEMPTS 16
+/* Conditional writes of a merge (a shard, a chunk written in part) tried before a conflict is
+ * an error (another writer keeps winning). */
+#define MERGE_WRITE_ATTEMPTS 16
 
 zf_status zf_array_enable_write(zf_array *a, bool write_empty_chunks, zf_err *err)
 {
@@ -61,6 +64,103 @@ static bool is_fill(const zf_array *a, const uint8_t *buf, size_t n)
         return true;
     /* Periodic with period isz, and the first period is the fill value. */
     return memcmp(buf, a->meta->fill_value, isz) == 0 && memcmp(buf, buf + isz, n - isz) == 0;
+}
+
+/* ----- what a write changed -----
+ * A dirty chunk remembers which of its elements were written through the mount since it was
+ * last stored: every one (whole), or those whose bit is set. A chunk written whole replaces what
+ * the store holds (the last writer's whole chunk wins). A chunk written in part is merged into
+ * the chunk as the store holds it when it is stored, and stored only if the store still holds
+ * that version (else read and merged again): the elements zarrfs did not write, which its cached
+ * copy may hold stale (another program rewrote the chunk since zarrfs read it), are never stored
+ * from the cache. Elements, not bytes: writing part of an element counts as writing it. */
+
+typedef struct written {
+    bool whole;
+    uint64_t nset;    /* bits set */
+    uint64_t ninside; /* elements of the chunk inside the array (the rest lie past its edge) */
+    uint64_t bits[];  /* one per element of the chunk, C order (none when created whole) */
+} written;
+
+/* Elements of chunk `chunk` inside the array. */
+static uint64_t elems_inside(const zf_array *a, uint64_t chunk)
+{
+    const zf_grid *g = &a->grid;
+    uint64_t cc[ZF_MAX_DIMS], n = 1;
+    zf_grid_chunk_coords(g, chunk, cc);
+    for (unsigned d = 0; d < g->ndim; d++) {
+        uint64_t lo = cc[d] * g->chunks[d];
+        n *= lo + g->chunks[d] <= g->shape[d] ? g->chunks[d] : g->shape[d] - lo;
+    }
+    return n;
+}
+
+/* Set bits [first, first + count); the number that were not set before. */
+static uint64_t set_bits(uint64_t *bits, uint64_t first, uint64_t count)
+{
+    uint64_t added = 0, end = first + count;
+    while (first < end) {
+        unsigned sh = (unsigned)(first % 64);
+        uint64_t take = 64 - sh < end - first ? 64 - sh : end - first;
+        uint64_t m = (take == 64 ? ~(uint64_t)0 : (((uint64_t)1 << take) - 1)) << sh;
+        uint64_t *w = &bits[first / 64];
+        added += (uint64_t)__builtin_popcountll(m & ~*w);
+        *w |= m;
+        first += take;
+    }
+    return added;
+}
+
+static bool bit_set(const uint64_t *bits, uint64_t i) { return bits[i / 64] >> (i % 64) & 1; }
+
+/* Note elements [first, first + count) of the locked entry e (chunk `chunk`) as written; covered:
+ * the whole chunk was. Errors: ZF_ERR_NOMEM. */
+static zf_status note_written(zf_array *a, zf_cache_entry *e, uint64_t chunk, uint64_t first,
+                              uint64_t count, bool covered)
+{
+    written *w = zf_cache_entry_written(e);
+    if (w && w->whole)
+        return ZF_OK;
+    if (covered) {
+        if (!(w = calloc(1, sizeof *w)))
+            return ZF_ERR_NOMEM;
+        w->whole = true;
+        zf_cache_entry_set_written(e, w);
+        return ZF_OK;
+    }
+    if (!w) {
+        uint64_t words = (a->chunk_nbytes / a->itemsize + 63) / 64;
+        if (!(w = calloc(1, sizeof *w + words * sizeof(uint64_t))))
+            return ZF_ERR_NOMEM;
+        w->ninside = elems_inside(a, chunk);
+        zf_cache_entry_set_written(e, w);
+    }
+    w->nset += set_bits(w->bits, first, count);
+    w->whole = w->nset == w->ninside;
+    return ZF_OK;
+}
+
+/* In data (a chunk written in part as w says), every element not written becomes the one of
+ * base (the chunk as stored, decoded), or the fill value where the store has none (base NULL). */
+static void merge_unwritten(const zf_array *a, const written *w, uint8_t *data,
+                            const uint8_t *base)
+{
+    size_t isz = a->itemsize;
+    uint64_t n = a->chunk_nbytes / isz;
+    for (uint64_t i = 0; i < n;) {
+        if (bit_set(w->bits, i)) {
+            i++;
+            continue;
+        }
+        uint64_t j = i + 1;
+        while (j < n && !bit_set(w->bits, j))
+            j++;
+        if (base)
+            memcpy(data + i * isz, base + i * isz, (j - i) * isz);
+        else
+            zf_array_fill_pattern(data + i * isz, 0, (j - i) * isz, a->meta->fill_value, isz);
+        i = j;
+    }
 }
 
 /* ----- the write ----- */
@@ -173,6 +273,13 @@ static zf_status write_run(void *ctx, const zf_run *run)
         }
         zf_cache_entry_set_data(a->cache, e, data, a->chunk_nbytes);
     }
+    uint64_t first = run->in_chunk + (rb / isz - run->elem); /* elements the bytes touch */
+    st = note_written(a, e, run->chunk, first, (rb + n - 1) / isz - rb / isz + 1, l.covered);
+    if (st != ZF_OK) {
+        zf_cache_entry_unlock(e);
+        zf_cache_release(a->cache, e);
+        return st;
+    }
     memcpy(data + run->in_chunk * isz + (rb - run->elem * isz), w->buf + (rb - w->begin), n);
     zf_cache_mark_dirty(a->cache, e, &a->owner);
     zf_cache_entry_unlock(e);
@@ -244,14 +351,20 @@ static zf_status store_value(zf_array *a, const char *key, const uint8_t *data, 
     return st;
 }
 
-static zf_status store_chunk(zf_array *a, const char *key, const uint8_t *data, zf_err *err)
+/* Store a whole chunk's decoded data at key; with if_version, only over version base of it (NULL:
+ * only where there is none), else ZF_ERR_CONFLICT. */
+static zf_status store_chunk(zf_array *a, const char *key, const uint8_t *data, bool if_version,
+                             const zf_store_version *base, zf_err *err)
 {
     zf_err serr = {""};
     zf_status st;
     if (!a->write_empty_chunks && a->fill_defined && is_fill(a, data, a->chunk_nbytes)) {
-        st = zf_store_erase(a->store, key, &serr);
+        if (!if_version)
+            st = zf_store_erase(a->store, key, &serr);
+        else /* none there: nothing to erase */
+            st = base ? zf_store_erase_if(a->store, key, base, &serr) : ZF_OK;
     } else if (a->chain->n == 0) { /* stored as it is: no copy */
-        st = store_value(a, key, data, a->chunk_nbytes, false, NULL, &serr);
+        st = store_value(a, key, data, a->chunk_nbytes, if_version, base, &serr);
     } else {
         uint8_t *out;
         size_t out_len;
@@ -260,12 +373,39 @@ static zf_status store_chunk(zf_array *a, const char *key, const uint8_t *data, 
         zf_array_count_encode(zf_array_now_ns() - t0, st == ZF_OK);
         if (st != ZF_OK)
             return zf_fail(err, st, "chunk %s: encoding: %s", key, serr.msg);
-        st = store_value(a, key, out, out_len, false, NULL, &serr);
+        st = store_value(a, key, out, out_len, if_version, base, &serr);
         free(out);
     }
     if (st != ZF_OK)
         return zf_fail(err, st, "%s", serr.msg[0] ? serr.msg : zf_status_str(st));
     return ZF_OK;
+}
+
+/* Store the chunk of entry e (locked), written in part as w says: merged into the chunk as the
+ * store holds it now, stored only if that is still what the store holds (else again). */
+static zf_status store_merged(zf_array *a, const char *key, zf_cache_entry *e, const written *w,
+                              zf_err *err)
+{
+    uint8_t *data = zf_cache_entry_wdata(e);
+    for (unsigned attempt = 0;; attempt++) {
+        void *base = NULL;
+        size_t size;
+        zf_store_version ver;
+        zf_status st = zf_array_read_stored_chunk(a, key, &base, &size, &ver, err);
+        if (st != ZF_OK && st != ZF_ERR_NOT_FOUND)
+            return st;
+        bool found = st == ZF_OK;
+        merge_unwritten(a, w, data, base);
+        free(base);
+        st = store_chunk(a, key, data, true, found ? &ver : NULL, err);
+        if (st != ZF_ERR_CONFLICT || attempt + 1 == MERGE_WRITE_ATTEMPTS)
+            return st;
+        zf_array_count_chunk_conflict();
+        zf_log_debug("%s: changed by another writer, merging again", key);
+        if (err)
+            err->msg[0] = '\0';
+        usleep(1000u << (attempt < 6 ? attempt : 6)); /* 1 ms, doubling up to 64 ms */
+    }
 }
 
 static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err);
@@ -282,13 +422,44 @@ static zf_status writeback(void *ctx, zf_cache_entry *e, zf_err *err)
         char key[4096];
         zf_grid_chunk_coords(&a->grid, zf_cache_entry_chunk(e), cc);
         st = zf_array_stored_key(a, &a->grid, cc, key, sizeof key, err);
-        if (st == ZF_OK)
-            st = store_chunk(a, key, zf_cache_entry_wdata(e), err);
+        const written *w = zf_cache_entry_written(e);
+        if (st == ZF_OK && w && !w->whole)
+            st = store_merged(a, key, e, w, err);
+        else if (st == ZF_OK)
+            st = store_chunk(a, key, zf_cache_entry_wdata(e), false, NULL, err);
         if (st == ZF_OK)
             zf_cache_mark_clean(a->cache, e);
     }
     zf_cache_entry_unlock(e);
     return st;
+}
+
+/* Merge inner chunk i of a shard (its entry e, locked and dirty) into the inner chunk as the
+ * stored shard holds it (old, with its decoded index; NULL: no shard stored) when it was written
+ * in part. */
+static zf_status merge_inner(zf_array *a, const char *key, zf_cache_entry *e,
+                             const zf_bytes *old, const uint64_t *old_index, size_t i,
+                             zf_err *err)
+{
+    const written *w = zf_cache_entry_written(e);
+    if (!w || w->whole)
+        return ZF_OK;
+    uint8_t *base = NULL;
+    if (old && old_index[2 * i] != UINT64_MAX) {
+        zf_err derr = {""};
+        if (!(base = malloc(a->chunk_nbytes ? a->chunk_nbytes : 1)))
+            return ZF_ERR_NOMEM;
+        zf_status st = zf_chain_decode(a->chain, &a->decoded, old->data + old_index[2 * i],
+                                       (size_t)old_index[2 * i + 1], base, &derr);
+        if (st != ZF_OK) {
+            free(base);
+            return zf_fail(err, st == ZF_ERR_NOMEM ? st : ZF_ERR_CORRUPT,
+                           "shard %s: inner chunk %zu: %s", key, i, derr.msg);
+        }
+    }
+    merge_unwritten(a, w, zf_cache_entry_wdata(e), base);
+    free(base);
+    return ZF_OK;
 }
 
 /* Rewrite the shard holding dirty inner chunk e: its dirty inner chunks encoded anew, the others
@@ -318,7 +489,7 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
     pthread_mutex_lock(&a->shard_mu);
     /* Lock the shard's dirty inner chunks, in ascending chunk order (C order inside one shard is
      * ascending in the array's grid too). */
-    size_t ndirty = 0, ninside = 0;
+    size_t ndirty = 0, ninside = 0, nmerge = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t ic[ZF_MAX_DIMS], rem = i;
         bool inside = true;
@@ -344,15 +515,18 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
         held[i] = ie;
         chunks[i] = zf_cache_entry_wdata(ie);
         ndirty++;
+        const written *w = zf_cache_entry_written(ie);
+        nmerge += w && !w->whole;
     }
 
     zf_bytes old = {NULL, 0};
     uint64_t *old_index = NULL;
     zf_err serr = {""};
-    /* Some inner chunks not written: read the stored shard for them, then store the merge only
-     * if the shard is still the one read (zf_store_cond.if_version), so that another writer's inner
-     * chunks written meanwhile (a second mount of the store) are merged, not lost. */
-    bool partial = ndirty > 0 && ndirty < ninside;
+    /* Some inner chunks not written, or written in part: read the stored shard for them, then
+     * store the merge only if the shard is still the one read (zf_store_cond.if_version), so
+     * that another writer's inner chunks or elements written meanwhile (a second mount of the
+     * store, another program) are merged, not lost. */
+    bool partial = ndirty > 0 && (ndirty < ninside || nmerge > 0);
     for (unsigned attempt = 0; st == ZF_OK && ndirty > 0; attempt++) {
         zf_store_version ver;
         bool found = false;
@@ -375,6 +549,9 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
                 if (st != ZF_OK)
                     zf_fail(err, ZF_ERR_CORRUPT, "%s: %s", key, serr.msg);
             }
+            for (size_t i = 0; st == ZF_OK && nmerge > 0 && i < n; i++)
+                if (held[i])
+                    st = merge_inner(a, key, held[i], found ? &old : NULL, old_index, i, err);
             if (st != ZF_OK)
                 break;
         }
@@ -400,7 +577,7 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
         zf_bytes_free(&old);
         free(old_index);
         old_index = NULL;
-        if (st == ZF_ERR_CONFLICT && attempt + 1 < SHARD_WRITE_ATTEMPTS) {
+        if (st == ZF_ERR_CONFLICT && attempt + 1 < MERGE_WRITE_ATTEMPTS) {
             zf_array_count_shard_conflict();
             zf_log_debug("%s: changed by another writer, merging again", key);
             st = ZF_OK;

@@ -1138,7 +1138,7 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
                      "\"writebacks\": %llu, \"writeback_failures\": %llu}, "
                      "\"decode\": {\"chunks\": %llu, \"failures\": %llu, \"seconds\": %.6f}, "
                      "\"encode\": {\"chunks\": %llu, \"failures\": %llu, \"seconds\": %.6f, "
-                     "\"shard_conflicts\": %llu}, "
+                     "\"shard_conflicts\": %llu, \"chunk_conflicts\": %llu}, "
                      "\"store\": {\"requests\": %llu, \"bytes_fetched\": %llu, "
                      "\"retries\": %llu, \"errors\": %llu, \"writes\": %llu, "
                      "\"bytes_written\": %llu}, "
@@ -1151,6 +1151,7 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
                      (unsigned long long)d.chunks, (unsigned long long)d.failures, d.seconds,
                      (unsigned long long)d.encoded, (unsigned long long)d.encode_failures,
                      d.encode_seconds, (unsigned long long)d.shard_conflicts,
+                     (unsigned long long)d.chunk_conflicts,
                      (unsigned long long)s.requests, (unsigned long long)s.bytes,
                      (unsigned long long)s.retries, (unsigned long long)s.errors,
                      (unsigned long long)s.writes, (unsigned long long)s.bytes_written,

@@ -266,3 +266,18 @@ def check_v3_node_xattrs(tc, path, doc, raw=None, fmt=b"3", typestr=None, attrib
     dn = json.loads(xattr_text(path, "user.zarr.dimension_names"))
     tc.assertEqual(dn, dimension_names, "%s: user.zarr.dimension_names" % what)
     tc.assertErrno(errno.ENODATA, os.getxattr, path, "user.zarr.no_such_attribute")
+
+
+def shard_bytes(inner_chunks):
+    """One shard of the Zarr v3 sharding codec (codecs/sharding-indexed) with the inner codec
+    `bytes` (little-endian) and index codecs `bytes` + `crc32c`, index at the end: inner_chunks
+    is a list (C order) of numpy arrays (stored as their bytes) or None (an empty inner chunk)."""
+    body, index = b"", []
+    for c in inner_chunks:
+        if c is None:
+            index.append((2**64 - 1, 2**64 - 1))
+            continue
+        data = c.astype(c.dtype.newbyteorder("<")).tobytes()
+        index.append((len(body), len(data)))
+        body += data
+    return body + with_crc32c(b"".join(struct.pack("<QQ", o, n) for o, n in index))

@@ -29,6 +29,7 @@ bytes, errnos), the local v2 mount with zarr-python 2.13 and the sharded arrays 
   secret, the token and the signing key never appear in zarrfs's output.
 """
 
+import contextlib
 import datetime
 import os
 import shutil
@@ -43,6 +44,7 @@ from zfmount import log  # noqa: E402
 import remote_servers as rs  # noqa: E402
 import remote_fixtures as rf  # noqa: E402
 import gen_v3_common as c3  # noqa: E402
+import other_writer  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -270,6 +272,44 @@ class Writes(zfmount.TestCase):
         self.assertTrue(np.array_equal(got, model), got)
         log("  %d PUTs and %d DELETE, all signed and accepted; zarr-python reads the writes"
             % (len(puts), len(dels)))
+
+    def s3_store(self, name, build):
+        """other_writer.py's three callables for a store built locally and uploaded as `name`."""
+        src = os.path.join(WORK, name + "-src")
+        shutil.rmtree(src, ignore_errors=True)
+        build(src)
+        c = S3.client()
+        c.upload_tree(src, BUCKET, name)
+
+        @contextlib.contextmanager
+        def mount():
+            m = mount_s3(name, creds(), extra=["rw"], label="s3-" + name)
+            try:
+                yield m
+            finally:
+                self.assertEqual(m.stop(), (0, "fusermount3 -u"))
+
+        def download(dest):
+            keys, _p, trunc, _t = c.list_v2(BUCKET, name + "/", delimiter=None)
+            self.assertFalse(trunc)
+            for key in keys:
+                st, _, body = c.request("GET", "/%s/%s" % (BUCKET, key))
+                self.assertEqual(st, 200, key)
+                out = os.path.join(dest, key[len(name) + 1:])
+                os.makedirs(os.path.dirname(out), exist_ok=True)
+                with open(out, "wb") as f:
+                    f.write(body)
+
+        return mount, lambda key, data: c.put(BUCKET, name + "/" + key, data), download
+
+    def test_02_partial_writes_keep_another_programs_chunks(self):
+        """other_writer.py on S3: plain chunks (zarr-python the other writer and the reader)."""
+        other_writer.plain_case(self, WORK, *self.s3_store("other-plain.zarr",
+                                                           other_writer.build_plain))
+
+    def test_03_partial_writes_keep_another_programs_shard(self):
+        other_writer.shard_case(self, WORK, *self.s3_store("other-shard.zarr",
+                                                           other_writer.write_shard_store))
 
 
 class Wide(zfmount.TestCase):

@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zfmount  # noqa: E402
 from zfmount import log  # noqa: E402
 from gen_v3_zarrita import zarrita_read  # noqa: E402
+import other_writer  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -120,6 +121,32 @@ class TwoDaemonsOneShard(zfmount.TestCase):
         self.assertGreater(sum(conflicts), 0, "the two daemons never wrote the shard at once")
         left = [f for _d, _s, fs in os.walk(root) for f in fs if ".zarrfs-" in f]
         self.assertEqual(left, [], "temporary files left in the store")
+
+
+class OtherProgram(zfmount.TestCase):
+    """Another program rewrites chunks the mount has cached, then a program writes part of them
+    through the mount (other_writer.py): only what was written through the mount changes."""
+
+    def local(self, name, build):
+        root = os.path.join(WORK, name)
+        shutil.rmtree(root, ignore_errors=True)
+        build(root)
+
+        def put(key, data):  # as zarr-python stores a value: a new file renamed into place
+            tmp = os.path.join(root, key + ".other-tmp")
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, os.path.join(root, key))
+
+        return (lambda: zfmount.Mount(root, ["rw"], label=name), put,
+                lambda dest: shutil.copytree(root, dest))
+
+    def test_01_plain_chunks(self):
+        other_writer.plain_case(self, WORK, *self.local("other-plain", other_writer.build_plain))
+
+    def test_02_shard(self):
+        other_writer.shard_case(self, WORK,
+                                *self.local("other-shard", other_writer.write_shard_store))
 
 
 if __name__ == "__main__":
