@@ -194,7 +194,7 @@ for line in sys.stdin:
     v = job["version"]
     ops = []         # [kind, where, version, completed]
     fsyncs = []      # [ops issued before it, completed]
-    res = {"ops": ops, "fsyncs": fsyncs, "error": None}
+    res = {"ops": ops, "fsyncs": fsyncs, "error": None, "call": None}
     try:
         # descriptors, not paths: after the kill the mount is lazily unmounted (fusermount3 -uz),
         # and a path would then name the empty mount point (ENOENT) instead of the dead mount
@@ -211,6 +211,7 @@ for line in sys.stdin:
             r = rnd.random()
             if r < 0.2:
                 fsyncs.append([len(ops), False])
+                res["call"] = "fsync"
                 os.fsync(fd)
                 fsyncs[-1][1] = True
                 continue
@@ -220,12 +221,14 @@ for line in sys.stdin:
                 i = rnd.randrange(GH)
                 rows = min(CH, H - i * CH)
                 ops.append(["row", [i], v, False])
+                res["call"] = "pwrite"
                 os.pwrite(fd, f4(v, rows * W), i * CH * W * 4)
             elif r < 0.95:
                 # chunk (i, j) one row segment at a time: partial-chunk writes (read-modify-write)
                 i, j = rnd.randrange(GH), rnd.randrange(GW)
                 rows, cols = min(CH, H - i * CH), min(CW, W - j * CW)
                 ops.append(["chunk", [i, j], v, False])
+                res["call"] = "pwrite"
                 seg = f4(v, cols)
                 for rr in rnd.sample(range(rows), rows):
                     os.pwrite(fd, seg, ((i * CH + rr) * W + j * CW) * 4)
@@ -233,9 +236,11 @@ for line in sys.stdin:
                 # the attributes of the root group and of the array (metadata documents)
                 ops.append(["attrs", [], v, False])
                 doc = json.dumps({"v": v}).encode()
+                res["call"] = "setxattr"
                 os.setxattr(rootfd, "user.zarr.attributes", doc)
                 os.setxattr(fd, "user.zarr.attributes", doc)
             ops[-1][3] = True
+        res["call"] = None
         res["error"] = "not interrupted within %s s" % job["max_seconds"]
     except OSError as e:
         res["error"] = errno.errorcode.get(e.errno, str(e.errno))
@@ -408,9 +413,11 @@ class WriteDurability(zfmount.TestCase):
                             time.sleep(rnd.uniform(0, 0.150))
                             m.kill9()
                             res = json.loads(wait_line(writer, 20, "writer log"))
+                            daemon_log = m.stderr_text()
                         self.assertIn(res["error"], ("ENOTCONN", "ECONNABORTED"),
-                                      "iteration %d: the writer stopped with %r"
-                                      % (it, res["error"]))
+                                      "iteration %d: the writer's %s stopped with %r; the "
+                                      "daemon said: %s" % (it, res["call"], res["error"],
+                                                           daemon_log[-3000:]))
                         version = res["version"]
                         totals["ops"] += len(res["ops"])
                         totals["fsyncs"] += sum(1 for _n, ok in res["fsyncs"] if ok)
