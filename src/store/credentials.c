@@ -73,9 +73,9 @@ static int open_secret_file(const char *path, zf_err *err, zf_status *st)
                       (unsigned)me);
     else if (sb.st_mode & 077)
         *st = zf_fail(err, ZF_ERR_PERMISSION,
-                      "%s: mode %04o lets group or others at it: refusing a file of secrets "
-                      "others can read (chmod 600 %s)", path, (unsigned)(sb.st_mode & 07777),
-                      path);
+                      "%s: mode %04o gives group or others access: refusing a file of "
+                      "secrets others can reach (chmod 600 %s)", path,
+                      (unsigned)(sb.st_mode & 07777), path);
     else if (sb.st_size > MAX_CREDENTIALS_FILE)
         *st = zf_fail(err, ZF_ERR_INVALID, "%s: larger than %d KiB", path,
                       MAX_CREDENTIALS_FILE / 1024);
