@@ -14,7 +14,10 @@
  *
  * Redirects (at most MAX_REDIRECTS, to http and https only): libcurl follows them for unsigned
  * requests; signed (S3) requests follow them in attempt(), and only within their origin (scheme,
- * host, port), so that neither the signature nor the session token reach another server.
+ * host, port), so that neither the signature nor the session token reach another server. The
+ * user and password or bearer token of an unsigned store (-o credentials, .netrc) are libcurl's
+ * own authentication (CURLOPT_USERNAME, CURLOPT_XOAUTH2_BEARER), never a header of ours: libcurl
+ * sends them to the origin first asked only.
  *
  * Writes: a PUT sends its body from memory (CURLOPT_POSTFIELDS with CUSTOMREQUEST "PUT", so that
  * libcurl can send it again on a retry or a 307/308 redirect) with Content-Length and
