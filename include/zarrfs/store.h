@@ -202,12 +202,15 @@ zf_status zf_secret_file_check(const char *path, zf_err *err);
  * server's HTML index page (autoindex) where it makes one (ZF_ERR_UNSUPPORTED where it does not,
  * including a 403 for a directory: nginx and Apache refuse unindexed directories that way).
  * For values, 404, 410 and 403 are "not found"; 5xx, 429, timeouts, resets and truncated bodies are retried with
- * exponential backoff and jitter, then ZF_ERR_IO. */
+ * exponential backoff and jitter, then ZF_ERR_IO; 401 is ZF_ERR_IO (credentials missing or
+ * refused). Authentication: the user and password or bearer token of opts->credentials when url
+ * has the origin of opts->credentials_url, else the URL's user:password, else opts->netrc. */
 zf_status zf_store_http_open(const char *url, const zf_store_options *opts, zf_store **out,
                              zf_err *err);
 
-/* S3 store at s3://bucket/prefix: SigV4-signed requests (credentials from AWS_ACCESS_KEY_ID,
- * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN or ~/.aws/credentials, unless anonymous),
+/* S3 store at s3://bucket/prefix: SigV4-signed requests (credentials from opts->credentials, else
+ * AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, else ~/.aws/credentials, unless
+ * anonymous),
  * ListObjectsV2 with delimiter and pagination for list_dir. 404 is "not found", 403 an error
  * (access denied), retries as for HTTP. Secrets never appear in messages or logs. */
 zf_status zf_store_s3_open(const char *url, const zf_store_options *opts, zf_store **out,
