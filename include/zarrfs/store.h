@@ -38,6 +38,7 @@ void zf_store_listing_free(zf_store_listing *l);
 typedef struct zf_store zf_store;
 struct zf_store_stats;
 struct zf_store_cond;
+struct zf_credentials;
 
 /* What identifies one version of a value, as HTTP validators do (RFC 9110 "Validator Fields"): a
  * new ETag, Last-Modified or size means a new value. Remote backends report it with each read
@@ -137,6 +138,16 @@ typedef struct zf_store_options {
     const char *region;       /* S3 region=R (default $AWS_REGION, $AWS_DEFAULT_REGION, us-east-1) */
     const char *profile;      /* S3 profile=P in ~/.aws/credentials (default $AWS_PROFILE, default) */
     bool anonymous;           /* S3 anonymous: unsigned requests (public buckets) */
+    /* credentials=FILE, loaded with zf_credentials_load (NULL: none). Its S3 keys are used
+     * before the environment's and the profiles'; its http_user/http_password or bearer_token
+     * before the user:password of the URL, and only for HTTP(S) stores of the same origin
+     * (scheme, host, port) as credentials_url (NULL: none), so that kerchunk reference targets
+     * and redirects elsewhere never receive them. */
+    const struct zf_credentials *credentials;
+    const char *credentials_url;
+    /* netrc[=FILE]: the path of a .netrc file (checked with zf_secret_file_check) that libcurl
+     * reads for HTTP(S) stores, by host, when no other credentials apply; NULL: none. */
+    const char *netrc;
 } zf_store_options;
 
 #define ZF_STORE_DEFAULT_RETRIES 5
@@ -163,17 +174,43 @@ bool zf_store_is_remote(const zf_store *s);
  * malloc'ed; NULL when out of memory. */
 char *zf_url_redact(const char *url);
 
+/* ----- credentials (credentials.c) -----
+ * The credentials file of -o credentials=FILE: "key = value" lines, blank lines and '#' comments
+ * (see zarrfs(1) "CREDENTIALS"). Each field is NULL when the file does not give it. */
+typedef struct zf_credentials {
+    char *aws_access_key_id, *aws_secret_access_key, *aws_session_token; /* S3 */
+    char *http_user, *http_password; /* HTTP Basic authentication */
+    char *bearer_token;              /* HTTP "Authorization: Bearer TOKEN" */
+} zf_credentials;
+
+/* Read the credentials file at path into *out (zeroed first; free with zf_credentials_free, which
+ * wipes the secrets). The file must be a regular file owned by the user running zarrfs
+ * (getuid()) with no group or other permission bits, at most 64 KiB. Messages name the file and
+ * the line, never a value. Errors: ZF_ERR_NOT_FOUND (no such file), ZF_ERR_PERMISSION (another
+ * owner, group or other bits, cannot be opened), ZF_ERR_INVALID (not a regular file, a malformed
+ * line, an unknown or repeated key, an empty value or one with control characters, half of a pair:
+ * aws_access_key_id/aws_secret_access_key, http_user/http_password; http credentials and a bearer
+ * token together; no credentials at all), ZF_ERR_IO, ZF_ERR_NOMEM. */
+zf_status zf_credentials_load(const char *path, zf_credentials *out, zf_err *err);
+void zf_credentials_free(zf_credentials *c);
+/* The checks of zf_credentials_load on a file of secrets without reading it (a .netrc file).
+ * Errors as zf_credentials_load's first four. */
+zf_status zf_secret_file_check(const char *path, zf_err *err);
+
 /* HTTP(S) store below a base URL (v3 "Stores"; any web server: keys are URL paths below it).
  * get = GET, get_partial/get_suffix = GET with a Range header, stat = HEAD, list_dir = the
  * server's HTML index page (autoindex) where it makes one (ZF_ERR_UNSUPPORTED where it does not,
  * including a 403 for a directory: nginx and Apache refuse unindexed directories that way).
  * For values, 404, 410 and 403 are "not found"; 5xx, 429, timeouts, resets and truncated bodies are retried with
- * exponential backoff and jitter, then ZF_ERR_IO. */
+ * exponential backoff and jitter, then ZF_ERR_IO; 401 is ZF_ERR_IO (credentials missing or
+ * refused). Authentication: the user and password or bearer token of opts->credentials when url
+ * has the origin of opts->credentials_url, else the URL's user:password, else opts->netrc. */
 zf_status zf_store_http_open(const char *url, const zf_store_options *opts, zf_store **out,
                              zf_err *err);
 
-/* S3 store at s3://bucket/prefix: SigV4-signed requests (credentials from AWS_ACCESS_KEY_ID,
- * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN or ~/.aws/credentials, unless anonymous),
+/* S3 store at s3://bucket/prefix: SigV4-signed requests (credentials from opts->credentials, else
+ * AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, else ~/.aws/credentials, unless
+ * anonymous),
  * ListObjectsV2 with delimiter and pagination for list_dir. 404 is "not found", 403 an error
  * (access denied), retries as for HTTP. Secrets never appear in messages or logs. */
 zf_status zf_store_s3_open(const char *url, const zf_store_options *opts, zf_store **out,

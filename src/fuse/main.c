@@ -6,6 +6,7 @@
  * -> logs to syslog when in the background -> tell systemd we are ready -> loop -> teardown in
  * reverse (the skeleton of libfuse's passthrough_ll). */
 #include <ctype.h>
+#include <pwd.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -35,6 +36,9 @@ typedef struct zf_options {
     int insecure, anonymous;
     unsigned retries, max_connections, readahead; /* retries: UINT_MAX until given */
     char *timeout, *metadata_ttl, *endpoint, *region, *profile;
+    char *credentials; /* -o credentials=FILE */
+    int netrc_default; /* -o netrc: ~/.netrc */
+    char *netrc;       /* -o netrc=FILE */
     char *disk_cache, *disk_cache_size;
     int show_version;
     int show_help;
@@ -54,6 +58,8 @@ static const struct fuse_opt zf_opts[] = {
     ZF_OPT("readahead=%u", readahead),    ZF_OPT("metadata_ttl=%s", metadata_ttl),
     ZF_OPT("endpoint=%s", endpoint),      ZF_OPT("region=%s", region),
     ZF_OPT("profile=%s", profile),
+    ZF_OPT("credentials=%s", credentials), ZF_OPT("netrc", netrc_default),
+    ZF_OPT("netrc=%s", netrc),
     ZF_OPT("disk_cache=%s", disk_cache), ZF_OPT("disk_cache_size=%s", disk_cache_size),
     ZF_OPT("--version", show_version),   ZF_OPT("-V", show_version),
     ZF_OPT("--help", show_help),         ZF_OPT("-h", show_help),
@@ -107,6 +113,12 @@ static void usage(const char *prog)
            "    -o profile=P           ~/.aws/credentials profile (default: $AWS_PROFILE or\n"
            "                           default)\n"
            "    -o anonymous           unsigned S3 requests (default: signed)\n"
+           "    -o credentials=FILE    S3 keys, an HTTP user and password or a bearer token,\n"
+           "                           from FILE (mode 0600, yours; see zarrfs(1)), before\n"
+           "                           the URL's and the environment's (default: none)\n"
+           "    -o netrc               HTTP(S) user and password by host from ~/.netrc\n"
+           "                           (default: not read)\n"
+           "    -o netrc=FILE          the same from FILE (default: none)\n"
            "    -o rw                  allow writing (v2 and v3; local and S3 stores)\n"
            "                           (default: read-only)\n"
            "    -o write_empty_chunks  store chunks holding only the fill value (default:\n"
@@ -302,6 +314,69 @@ static void hide_password_in_argv(int argc, char *argv[], const char *store)
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], store) == 0)
             memset(argv[i] + pre, '*', len - suf - pre);
+}
+
+/* path made absolute (daemons chdir("/"), and libcurl reads a .netrc file at each connection).
+ * malloc'ed; NULL when out of memory. */
+static char *absolute_path(const char *path)
+{
+    if (path[0] == '/')
+        return strdup(path);
+    char *cwd = realpath(".", NULL), *out = NULL;
+    if (cwd && asprintf(&out, "%s/%s", cwd, path) < 0)
+        out = NULL;
+    free(cwd);
+    return out;
+}
+
+/* -o credentials=FILE into *creds, and -o netrc[=FILE] into *netrc: an absolute path, checked as
+ * the credentials file is, NULL when not asked for. False, having said why on stderr, when one
+ * is refused. Messages name the file and the line, never a secret. */
+static bool load_secrets(const zf_options *o, zf_credentials *creds, char **netrc)
+{
+    zf_err err = {""};
+    zf_status st;
+    *netrc = NULL;
+    if (o->credentials && !*o->credentials) {
+        fprintf(stderr, "zarrfs: -o credentials=: expected a file\n");
+        return false;
+    }
+    if (o->credentials && (st = zf_credentials_load(o->credentials, creds, &err)) != ZF_OK) {
+        fprintf(stderr, "zarrfs: -o credentials: %s\n", err.msg[0] ? err.msg : zf_status_str(st));
+        return false;
+    }
+    if (o->netrc && !*o->netrc) {
+        fprintf(stderr, "zarrfs: -o netrc=: expected a file\n");
+        zf_credentials_free(creds);
+        return false;
+    }
+    if (o->netrc) {
+        *netrc = absolute_path(o->netrc);
+    } else if (o->netrc_default) { /* libcurl's default: $HOME/.netrc, else the user's home */
+        const char *home = getenv("HOME");
+        struct passwd pw, *res = NULL;
+        char buf[4096];
+        if ((!home || !*home) && getpwuid_r(getuid(), &pw, buf, sizeof buf, &res) == 0 && res)
+            home = res->pw_dir;
+        char *path = NULL;
+        if (home && *home && asprintf(&path, "%s/.netrc", home) < 0)
+            path = NULL;
+        *netrc = path ? absolute_path(path) : NULL;
+        free(path);
+    } else {
+        return true;
+    }
+    if (!*netrc)
+        fprintf(stderr, "zarrfs: -o netrc: no home directory or no memory (give "
+                "-o netrc=FILE)\n");
+    else if ((st = zf_secret_file_check(*netrc, &err)) != ZF_OK)
+        fprintf(stderr, "zarrfs: -o netrc: %s\n", err.msg[0] ? err.msg : zf_status_str(st));
+    else
+        return true;
+    free(*netrc);
+    *netrc = NULL;
+    zf_credentials_free(creds);
+    return false;
 }
 
 /* fsname=STORE for /proc/mounts, with ',' and '\' escaped for the -o list. */
@@ -614,20 +689,30 @@ int main(int argc, char *argv[])
     zf_fs fs = {0};
     if (!parse_ownership(&o, &fs))
         goto out;
+    zf_credentials creds = {0};
+    char *netrc = NULL;
+    if (!load_secrets(&o, &creds, &netrc))
+        goto out;
     zf_store_options sopts = {
         .insecure = o.insecure, .anonymous = o.anonymous,
         .retries = o.retries == UINT_MAX ? ZF_STORE_DEFAULT_RETRIES : o.retries,
         .timeout = ZF_STORE_DEFAULT_TIMEOUT,
         .max_connections = o.max_connections ? o.max_connections
                                              : ZF_STORE_DEFAULT_MAX_CONNECTIONS,
-        .endpoint = o.endpoint, .region = o.region, .profile = o.profile};
+        .endpoint = o.endpoint, .region = o.region, .profile = o.profile,
+        .credentials = o.credentials ? &creds : NULL, .credentials_url = o.store,
+        .netrc = netrc};
     if (o.timeout && !parse_seconds(o.timeout, false, &sopts.timeout)) {
         fprintf(stderr, "zarrfs: -o timeout=%s: expected a number of seconds > 0\n", o.timeout);
+        zf_credentials_free(&creds);
+        free(netrc);
         goto out;
     }
     zf_store *store;
     zf_err err = {""};
     zf_status st = zf_store_open(o.store, &sopts, &store, &err);
+    zf_credentials_free(&creds); /* every store opened has its copy */
+    free(netrc);
     hopts.io_threads = sopts.max_connections;
     if (st == ZF_OK) { /* metadata TTL: as given, else 60 s for remote stores, forever locally */
         hopts.metadata_ttl = zf_store_is_remote(store) ? 60 : 0;
@@ -718,6 +803,8 @@ out:
     free(o.endpoint);
     free(o.region);
     free(o.profile);
+    free(o.credentials);
+    free(o.netrc);
     free(o.disk_cache);
     free(o.disk_cache_size);
     free(o.uid);

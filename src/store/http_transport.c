@@ -14,7 +14,10 @@
  *
  * Redirects (at most MAX_REDIRECTS, to http and https only): libcurl follows them for unsigned
  * requests; signed (S3) requests follow them in attempt(), and only within their origin (scheme,
- * host, port), so that neither the signature nor the session token reach another server.
+ * host, port), so that neither the signature nor the session token reach another server. The
+ * user and password or bearer token of an unsigned store (-o credentials, .netrc) are libcurl's
+ * own authentication (CURLOPT_USERNAME, CURLOPT_XOAUTH2_BEARER), never a header of ours: libcurl
+ * sends them to the origin first asked only.
  *
  * Writes: a PUT sends its body from memory (CURLOPT_POSTFIELDS with CUSTOMREQUEST "PUT", so that
  * libcurl can send it again on a retry or a 307/308 redirect) with Content-Length and
@@ -45,6 +48,7 @@ struct zf_http {
     bool insecure;
     bool drop_expect; /* send "Expect:" with PUTs (see above) */
     char *sigv4, *access_key, *secret_key, *token_header;
+    char *http_user, *http_password, *bearer_token, *netrc_file; /* unsigned requests */
     CURLSH *share;
     pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
     pthread_mutex_t mu;
@@ -122,6 +126,12 @@ zf_status zf_http_create(const zf_http_config *cfg, zf_http **out, zf_err *err)
             ok = false;
         }
     }
+    if (ok && !cfg->sigv4) {
+        ok = (!cfg->http_user || (h->http_user = strdup(cfg->http_user))) &&
+             (!cfg->http_password || (h->http_password = strdup(cfg->http_password))) &&
+             (!cfg->bearer_token || (h->bearer_token = strdup(cfg->bearer_token))) &&
+             (!cfg->netrc_file || (h->netrc_file = strdup(cfg->netrc_file)));
+    }
     if (ok) {
         curl_share_setopt(h->share, CURLSHOPT_LOCKFUNC, share_lock);
         curl_share_setopt(h->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
@@ -151,6 +161,10 @@ void zf_http_destroy(zf_http *h)
     wipe_free(h->access_key);
     wipe_free(h->secret_key);
     wipe_free(h->token_header);
+    wipe_free(h->http_user);
+    wipe_free(h->http_password);
+    wipe_free(h->bearer_token);
+    free(h->netrc_file);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_destroy(&h->share_mu[i]);
     pthread_cond_destroy(&h->cv);
@@ -198,6 +212,20 @@ static CURL *new_handle(zf_http *h)
         SET(CURLOPT_AWS_SIGV4, h->sigv4);
         SET(CURLOPT_USERNAME, h->access_key);
         SET(CURLOPT_PASSWORD, h->secret_key);
+    }
+    /* libcurl sends these only to the host, port and scheme of the URL asked for: a redirect
+     * elsewhere goes without them (CURLOPT_UNRESTRICTED_AUTH stays off) */
+    if (h->http_user) {
+        SET(CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        SET(CURLOPT_USERNAME, h->http_user);
+        SET(CURLOPT_PASSWORD, h->http_password);
+    } else if (h->bearer_token) {
+        SET(CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
+        SET(CURLOPT_XOAUTH2_BEARER, h->bearer_token);
+    }
+    if (h->netrc_file) {
+        SET(CURLOPT_NETRC, (long)CURL_NETRC_OPTIONAL);
+        SET(CURLOPT_NETRC_FILE, h->netrc_file);
     }
 #undef SET
     if (rc != CURLE_OK) {
@@ -655,7 +683,7 @@ static attempt_result check_complete(xfer *x, zf_http_response *resp, char *why,
 }
 
 /* Whether url b has the origin of url a: scheme, host and port (RFC 6454). */
-static bool same_origin(const char *a, const char *b)
+bool zf_url_same_origin(const char *a, const char *b)
 {
     CURLU *u[2] = {curl_url(), curl_url()};
     const char *s[2] = {a, b};
@@ -749,7 +777,7 @@ static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
             refused = "too many redirects";
             break;
         }
-        if (!same_origin(cur ? cur : rq->url, next)) {
+        if (!zf_url_same_origin(cur ? cur : rq->url, next)) {
             refused = "a redirect to another origin (the request is signed)";
             break;
         }

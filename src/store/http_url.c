@@ -110,6 +110,24 @@ char *zf_url_redact(const char *url)
     return out;
 }
 
+char *zf_url_strip_userinfo(const char *url)
+{
+    const char *auth = strstr(url, "://");
+    if (!auth)
+        return strdup(url);
+    auth += 3;
+    const char *at = memrchr(auth, '@', strcspn(auth, "/?#"));
+    if (!at)
+        return strdup(url);
+    size_t pre = (size_t)(auth - url), rest = strlen(at + 1);
+    char *out = malloc(pre + rest + 1);
+    if (out) {
+        memcpy(out, url, pre);
+        memcpy(out + pre, at + 1, rest + 1);
+    }
+    return out;
+}
+
 bool zf_listing_add(zf_store_listing *l, size_t *cap, const char *name, size_t n, bool is_prefix)
 {
     if (l->n == *cap) {

@@ -29,6 +29,9 @@ static zf_status answer_status(const char *key, const zf_http_response *r, zf_er
         return ZF_OK;
     char text[96];
     zf_http_status_text(r, text, sizeof text);
+    if (r->status == 401)
+        return zf_fail(err, ZF_ERR_IO, "%s: %s: the server wants credentials that it was not "
+                       "given or refused (-o credentials=FILE, -o netrc)", key, text);
     return zf_fail(err, ZF_ERR_IO, "%s: %s", key, text);
 }
 
@@ -213,8 +216,13 @@ zf_status zf_store_http_open(const char *url, const zf_store_options *opts, zf_s
         free(shown);
         return st;
     }
+    /* The credentials file's user and password or token, for the origin it names; then the
+     * URL's userinfo is not used (libcurl would prefer it), nor .netrc */
+    const zf_credentials *cr = opts->credentials;
+    bool file_creds = cr && (cr->http_user || cr->bearer_token) && opts->credentials_url &&
+                      zf_url_same_origin(url, opts->credentials_url);
     http_store *hs = calloc(1, sizeof *hs);
-    if (!hs || !(hs->base_url = strdup(url))) {
+    if (!hs || !(hs->base_url = file_creds ? zf_url_strip_userinfo(url) : strdup(url))) {
         free(hs);
         free(shown);
         return ZF_ERR_NOMEM;
@@ -229,7 +237,12 @@ zf_status zf_store_http_open(const char *url, const zf_store_options *opts, zf_s
         http_destroy(&hs->base);
         return ZF_ERR_NOMEM;
     }
-    zf_http_config cfg = {.opts = opts};
+    zf_http_config cfg = {.opts = opts, .netrc_file = file_creds ? NULL : opts->netrc};
+    if (file_creds) {
+        cfg.http_user = cr->http_user;
+        cfg.http_password = cr->http_password;
+        cfg.bearer_token = cr->bearer_token;
+    }
     if ((st = zf_http_create(&cfg, &hs->http, err)) != ZF_OK) {
         http_destroy(&hs->base);
         return st;

@@ -44,6 +44,15 @@ typedef struct zf_http_config {
     const char *access_key;    /* user name of the signature */
     const char *secret_key;    /* its password */
     const char *session_token; /* sent as x-amz-security-token (signed) when non-NULL */
+    /* Unsigned requests only (copied, wiped on destroy). HTTP Basic authentication
+     * (CURLOPT_USERNAME/PASSWORD), or a bearer token (CURLAUTH_BEARER: "Authorization: Bearer
+     * TOKEN"), NULL for none; libcurl sends either only to the origin of the request's URL, never
+     * along a redirect to another host, port or scheme. */
+    const char *http_user, *http_password;
+    const char *bearer_token;
+    /* A .netrc file libcurl reads for the user and password of each host (CURL_NETRC_OPTIONAL:
+     * a user:password in the URL comes first), NULL for none. */
+    const char *netrc_file;
 } zf_http_config;
 
 zf_status zf_http_create(const zf_http_config *cfg, zf_http **out, zf_err *err);
@@ -134,6 +143,13 @@ zf_status zf_http_read_versioned(zf_store *s, const char *key, zf_read_kind kind
 void zf_http_status_text(const zf_http_response *resp, char *buf, size_t n);
 
 /* ---- URLs ----------------------------------------------------------------------------------- */
+
+/* True when URLs a and b have the same origin: scheme, host and port (RFC 6454), default ports
+ * filled in; false when either cannot be parsed. */
+bool zf_url_same_origin(const char *a, const char *b);
+/* A copy of url without the userinfo ("user:password@") of its authority. malloc'ed; NULL when
+ * out of memory. */
+char *zf_url_strip_userinfo(const char *url);
 
 /* Percent-encode n bytes of s: RFC 3986 unreserved characters (ALPHA DIGIT - . _ ~) are kept, and
  * '/' too when keep_slash; everything else becomes %XX (upper-case hex), as SigV4 wants it.

@@ -432,7 +432,15 @@ zf_status zf_store_s3_open(const char *url, const zf_store_options *opts, zf_sto
     s3->base.remote = true;
     zf_status st = configure(s3, url, opts, err);
     zf_aws_credentials c = {0};
-    if (st == ZF_OK && !opts->anonymous) {
+    const zf_credentials *cr = opts->credentials;
+    if (st == ZF_OK && !opts->anonymous && cr && cr->aws_access_key_id) {
+        /* -o credentials=FILE comes before the environment and the profiles */
+        if (!(c.access_key = strdup(cr->aws_access_key_id)) ||
+            !(c.secret_key = strdup(cr->aws_secret_access_key)) ||
+            (cr->aws_session_token && !(c.session_token = strdup(cr->aws_session_token))))
+            st = ZF_ERR_NOMEM;
+        snprintf(c.source, sizeof c.source, "-o credentials");
+    } else if (st == ZF_OK && !opts->anonymous) {
         st = zf_aws_credentials_load(opts->profile, &c, err);
         if (st == ZF_ERR_NOT_FOUND)
             st = ZF_ERR_INVALID; /* a missing option, not a missing store */

@@ -6,7 +6,8 @@ its own temporary directory, and is stopped by `stop()` (the classes are context
 Child processes (nginx, s3rver) get PR_SET_PDEATHSIG=SIGKILL, so they die with the test process
 even when its watchdog ends it with os._exit; an atexit handler stops whatever is still running.
 
-* Nginx(root, autoindex=True, tls=False): Debian's nginx-light as a child, `nginx -c CONF -p
+* Nginx(root, autoindex=True, tls=False, extra_http="", extra_server=""): Debian's nginx-light
+  as a child (extra directives in its http and server blocks: auth_basic, ...), `nginx -c CONF -p
   PREFIX -e ERRLOG -g 'daemon off;'`, one process (`master_process off`), access log with one
   tab-separated line per request (`access_entries()`: method, uri, status, body bytes, Range).
   nginx's autoindex pages list no name starting with "." (.zarray, .zgroup are never shown).
@@ -164,7 +165,7 @@ class Nginx:
     """nginx serving `root` on 127.0.0.1:port (autoindex on/off, optional TLS)."""
 
     def __init__(self, root, autoindex=True, tls=False, listen="127.0.0.1", port=None,
-                 master_process=False, netns=None, extra_http=""):
+                 master_process=False, netns=None, extra_http="", extra_server=""):
         self.root = os.path.abspath(root)
         self.autoindex = autoindex
         self.tls = tls
@@ -173,6 +174,7 @@ class Nginx:
         self.master_process = master_process
         self.netns = netns
         self.extra_http = extra_http
+        self.extra_server = extra_server     # directives of the server block (auth_basic ...)
         self.proc = None
         self.dir = None
 
@@ -218,6 +220,7 @@ http {
         server_name localhost;
         %(tls)s
         root %(root)s;
+        %(extra_server)s
         location / {
             autoindex %(ai)s;
         }
@@ -225,7 +228,8 @@ http {
 }
 """ % {"master": "on" if self.master_process else "off", "d": d, "listen": self.listen,
        "port": self.port, "ssl": " ssl" if self.tls else "", "tls": tls, "root": self.root,
-       "ai": "on" if self.autoindex else "off", "extra": self.extra_http}
+       "ai": "on" if self.autoindex else "off", "extra": self.extra_http,
+       "extra_server": self.extra_server}
 
     def start(self):
         if not NGINX:

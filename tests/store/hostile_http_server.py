@@ -12,6 +12,7 @@ test's pattern):
 
   ok/...              VALUE, HTTP/1.1 keep-alive, single byte ranges (206, 416)
   to-other/...        307 to http://127.0.0.1:OTHER/ok/...
+  to-other-name/...   307 to http://localhost:OTHER/ok/... (another host name, same server)
   to-same/...         307 to /ok/... (a relative Location on the same origin)
   to-file/...         302 to file:///etc/passwd
   to-ftp/...          302 to ftp://127.0.0.1:OTHER/x
@@ -29,6 +30,7 @@ test's pattern):
   list-endless        an S3 ListObjectsV2 answer (list-type=2 in the query) with one common
                       prefix and a new continuation token, for ever; list-empty-pages the same
                       without the prefix
+  echo-auth/...       200, the body the request's Authorization header ("-" when it has none)
   _other_log          what OTHER received so far: each request's head as received, then a blank
                       line
 
@@ -106,10 +108,11 @@ class Main(socketserver.StreamRequestHandler):
         method, target = line.split(" ")[:2]
         hdr = dict(headers)
         segs = [s for s in target.split("?")[0].split("/") if s]
-        known = ("ok", "to-other", "to-same", "to-file", "to-ftp", "loop", "headers-endless",
+        known = ("ok", "to-other", "to-other-name", "to-same", "to-file", "to-ftp", "loop",
+                 "headers-endless",
                  "header-huge", "drip-body", "drip-headers", "wrong-range", "range-longer",
                  "range-shorter", "cl-smaller", "huge-cl", "endless-body", "_other_log",
-                 "list-endless", "list-empty-pages")
+                 "list-endless", "list-empty-pages", "echo-auth")
         i = next((k for k, s in enumerate(segs) if s in known), None)
         mode = segs[i] if i is not None else "missing"
         rest = "/".join(segs[i + 1:]) if i is not None else ""
@@ -124,6 +127,10 @@ class Main(socketserver.StreamRequestHandler):
                       else "<CommonPrefixes><Prefix>p%d/</Prefix></CommonPrefixes>" % n)).encode()
             self.answer("200 OK", [("Content-Type", "application/xml"),
                                    ("Content-Length", str(len(xml)))], xml)
+        elif mode == "echo-auth":
+            auth = hdr.get("authorization", "-").encode("latin-1")
+            self.answer("200 OK", [("Content-Length", str(len(auth)))],
+                        b"" if method == "HEAD" else auth)
         elif mode == "_other_log":
             with LOCK:
                 log = b"".join(OTHER_LOG)
@@ -145,6 +152,8 @@ class Main(socketserver.StreamRequestHandler):
                 self.answer("200 OK", [("Content-Length", str(len(VALUE)))], body)
         elif mode == "to-other":
             self.redirect(307, "http://127.0.0.1:%d/ok/%s" % (PORTS["other"], rest))
+        elif mode == "to-other-name":
+            self.redirect(307, "http://localhost:%d/ok/%s" % (PORTS["other"], rest))
         elif mode == "to-same":
             self.redirect(307, "/ok/%s" % rest)
         elif mode == "to-file":

@@ -1,6 +1,7 @@
 /* Hostile and broken HTTP servers (docs/security.md), against hostile_http_server.py on 127.0.0.1:
  * redirects to another origin (signed S3 requests refuse them, so neither the signature nor the
- * session token reach another server; unsigned ones follow without the URL's user:password),
+ * session token reach another server; unsigned ones follow without the URL's user:password, nor
+ * the user and password or bearer token of -o credentials, nor those of .netrc),
  * redirects to other schemes and loops, endless and huge headers, answers dripping a byte at a
  * time, wrong Content-Range answers, bodies longer or shorter than they say, absurd
  * Content-Lengths, endless bodies. The rule: the right bytes or ZF_ERR_IO with a message, in
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "store_impl.h"
 #include "zarrfs/store.h"
@@ -183,6 +185,103 @@ START_TEST(hostile_unsigned_redirects)
 }
 END_TEST
 
+/* What an HTTP store sent as its Authorization header (the server echoes it; "-": none). */
+static char *sent_auth(zf_store *s)
+{
+    zf_bytes b;
+    zf_err err = {""};
+    ck_assert_msg(zf_store_get(s, "echo-auth/k", &b, &err) == ZF_OK, "%s", err.msg);
+    char *out = strndup((const char *)b.data, b.len);
+    zf_bytes_free(&b);
+    return out;
+}
+
+static zf_store *open_http(const char *url, const zf_store_options *o)
+{
+    zf_store *s;
+    zf_err err = {""};
+    ck_assert_msg(zf_store_open(url, o, &s, &err) == ZF_OK, "%s", err.msg);
+    return s;
+}
+
+static void expect_auth(const char *url, const zf_store_options *o, const char *want)
+{
+    zf_store *s = open_http(url, o);
+    char *got = sent_auth(s);
+    ck_assert_msg(strcmp(got, want) == 0, "%s: sent \"%s\", expected \"%s\"", url, got, want);
+    free(got);
+    zf_store_close(s);
+}
+
+/* Credentials of -o credentials and -o netrc: which one a request carries (the file's over the
+ * URL's over .netrc), only to the origin the file is for, and never along a redirect to another
+ * origin (libcurl drops them: the other server records every request). */
+START_TEST(hostile_credentials_stay_home)
+{
+    test_server sv;
+    if (!start(&sv))
+        return;
+    char home[64], wrong[96], other_origin[64], netrc[128], dir[] = "/tmp/zf-netrc-XXXXXX";
+    snprintf(home, sizeof home, "http://127.0.0.1:%d/", sv.port);
+    snprintf(wrong, sizeof wrong, "http://u:p@127.0.0.1:%d/", sv.port);
+    snprintf(other_origin, sizeof other_origin, "http://127.0.0.1:%d/", sv.port + 1);
+    zf_credentials basic = {.http_user = "zfuser", .http_password = "hunter3"};
+    zf_credentials bearer = {.bearer_token = "tok-" TOKEN};
+    zf_store_options o = {.retries = 1, .timeout = 5, .credentials = &basic,
+                          .credentials_url = home};
+    expect_auth(home, &o, "Basic emZ1c2VyOmh1bnRlcjM="); /* zfuser:hunter3 */
+    expect_auth(wrong, &o, "Basic emZ1c2VyOmh1bnRlcjM="); /* the file's over the URL's */
+    o.credentials = &bearer;
+    expect_auth(home, &o, "Bearer tok-" TOKEN);
+    expect_auth(wrong, &o, "Bearer tok-" TOKEN);
+    /* for another origin: not sent (the URL's own are) */
+    o.credentials_url = other_origin;
+    expect_auth(home, &o, "-");
+    expect_auth(wrong, &o, "Basic dTpw"); /* u:p */
+    o.credentials_url = home;
+
+    /* .netrc: by host, after the URL's and the file's */
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(netrc, sizeof netrc, "%s/netrc", dir);
+    FILE *f = fopen(netrc, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "machine 127.0.0.1\n  login nuser\n  password npw\n");
+    fclose(f);
+    zf_store_options n = {.retries = 1, .timeout = 5, .netrc = netrc};
+    expect_auth(home, &n, "Basic bnVzZXI6bnB3"); /* nuser:npw */
+    expect_auth(wrong, &n, "Basic dTpw");
+    n.credentials = &basic;
+    n.credentials_url = home;
+    expect_auth(home, &n, "Basic emZ1c2VyOmh1bnRlcjM=");
+
+    /* redirects to another origin: followed, without any of them. A .netrc entry names a host,
+     * whatever the port (as for curl and ftp): its test goes to another host name */
+    zf_credentials *each[] = {&basic, &bearer, NULL};
+    for (int i = 0; i < 3; i++) {
+        zf_store_options r = {.retries = 1, .timeout = 5, .credentials = each[i],
+                              .credentials_url = home, .netrc = each[i] ? NULL : netrc};
+        zf_store *s = open_http(home, &r);
+        zf_bytes b;
+        zf_err err = {""};
+        ck_assert_msg(zf_store_get(s, each[i] ? "to-other/k" : "to-other-name/k", &b, &err) ==
+                          ZF_OK,
+                      "%s", err.msg);
+        ck_assert_mem_eq(b.data, "other origin", 12);
+        zf_bytes_free(&b);
+        zf_store_close(s);
+    }
+    char *log = other_log(&sv);
+    ck_assert_msg(strstr(log, "get /ok/k ") && strstr(log, "host: localhost:"), "%s", log);
+    ck_assert_msg(!strstr(log, "authorization") && !strstr(log, "hunter3") &&
+                      !strstr(log, "tok-") && !strstr(log, "npw"),
+                  "%s", log);
+    free(log);
+    unlink(netrc);
+    rmdir(dir);
+    test_server_stop(&sv);
+}
+END_TEST
+
 START_TEST(hostile_headers)
 {
     test_server sv;
@@ -314,6 +413,7 @@ TCase *store_hostile_http_tcase(void)
     TCase *tc = tcase_create("hostile_http");
     tcase_add_test(tc, hostile_signed_redirects);
     tcase_add_test(tc, hostile_unsigned_redirects);
+    tcase_add_test(tc, hostile_credentials_stay_home);
     tcase_add_test(tc, hostile_headers);
     tcase_add_test(tc, hostile_slow_drip);
     tcase_add_test(tc, hostile_ranges_and_lengths);
