@@ -63,7 +63,10 @@ fi
 
 out=$build/fuzz
 rm -rf "$out/seeds"
-/usr/bin/python3 tests/fuzz/seeds.py "$out/seeds" "${ZARRFS_SHARED:-$PWD/../shared}" >/dev/null
+# the third-party fixtures: tests/fixtures, or $ZARRFS_SHARED/testdata when that is set
+fixtures=$PWD/tests/fixtures
+[ -z "${ZARRFS_SHARED:-}" ] || fixtures=$ZARRFS_SHARED/testdata
+/usr/bin/python3 tests/fuzz/seeds.py "$out/seeds" "$fixtures" >/dev/null
 mkdir -p "$out/logs"
 # Temporary files of the targets (fuzz_refs's target directory): libFuzzer ends with _Exit, so
 # they are removed here.

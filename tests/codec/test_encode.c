@@ -17,7 +17,7 @@
  *      mtime field (zarrfs writes 0, GzipFile the time of writing). What numcodecs 0.11 cannot
  *      do is marked case by case (F_NOIDENT, F_NOREF) and listed in the summary it prints.
  * The inputs are hand-picked cases below plus every input and configuration of the numcodecs
- * fixture (../shared/testdata/numcodecs-fixture) for these codecs. A separate test feeds the
+ * fixture (tests/fixtures/numcodecs-fixture) for these codecs. A separate test feeds the
  * script corrupted encodings, which it must reject, so the cross-check can fail. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "../fixture_dir.h"
 #include "testutil.h"
 
 #ifndef CODEC_TEST_SRCDIR
@@ -628,13 +629,11 @@ static unsigned fixture_codec_dir(const char *codec, const char *group, const ch
 /* Every configuration of the fixture for the codecs above, on every input of its directory. */
 static unsigned fixture_cases(void)
 {
-    const char *shared = getenv("ZARRFS_SHARED");
-    if (!shared)
-        return 0;
     unsigned n = 0;
     for (size_t k = 0; k < sizeof fixture_codecs / sizeof fixture_codecs[0]; k++) {
         char cdir[4200], probe[4300];
-        snprintf(cdir, sizeof cdir, "%s/testdata/numcodecs-fixture/%s", shared, fixture_codecs[k]);
+        snprintf(cdir, sizeof cdir, "%s/numcodecs-fixture/%s", zf_test_fixtures(),
+                 fixture_codecs[k]);
         if (!is_dir(cdir))
             continue;
         snprintf(probe, sizeof probe, "%s/codec.00", cdir);
@@ -755,8 +754,7 @@ START_TEST(test_encode_numcodecs)
     printf("encode: %u generated cases, %u from the numcodecs fixture; %u failed our own round "
            "trip\n",
            generated, nfix, nfailed);
-    if (getenv("ZARRFS_SHARED"))
-        ck_assert_uint_gt(nfix, 500);
+    ck_assert_uint_gt(nfix, 500);
 
     int rc = run_check(root);
     if (rc == 3 || rc == -1) {

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "../fixture_dir.h"
 #include "testutil.h"
 
 #ifndef CODEC_TEST_SRCDIR
@@ -47,13 +48,13 @@ static char tmpdir[] = "/tmp/zarrfs-codec-test-XXXXXX";
 
 static void generate_expected(void)
 {
-    const char *shared = getenv("ZARRFS_SHARED");
+    const char *fixtures = zf_test_fixtures();
     const char *python = getenv("ZARRFS_NUMCODECS_PYTHON");
     if (!python)
         python = "/usr/bin/python3";
     char sbuf[4096];
     const char *src = src_dir(sbuf, sizeof sbuf);
-    if (!shared || strchr(shared, '\'') || strchr(src, '\'') || strchr(python, '\'')) {
+    if (strchr(fixtures, '\'') || strchr(src, '\'') || strchr(python, '\'')) {
         printf("numcodecs expectations: not generated (paths)\n");
         return;
     }
@@ -63,8 +64,8 @@ static void generate_expected(void)
     }
     char cmd[16384];
     snprintf(cmd, sizeof cmd,
-             "'%s' '%s/numcodecs_expected.py' '%s/testdata/numcodecs-fixture' '%s'", python, src,
-             shared, tmpdir);
+             "'%s' '%s/numcodecs_expected.py' '%s/numcodecs-fixture' '%s'", python, src, fixtures,
+             tmpdir);
     int rc = system(cmd);
     if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0) {
         tu_expected_dir = tmpdir;
@@ -76,8 +77,8 @@ static void generate_expected(void)
     static char v3dir[sizeof tmpdir + 8];
     snprintf(v3dir, sizeof v3dir, "%s/v3", tmpdir);
     snprintf(cmd, sizeof cmd,
-             "'%s' '%s/v3_expected.py' '%s/testdata/zarrita-fixtures/v3/data.zarr' '%s'", python,
-             src, shared, v3dir);
+             "'%s' '%s/v3_expected.py' '%s/zarrita-fixtures/v3/data.zarr' '%s'", python, src,
+             fixtures, v3dir);
     rc = system(cmd);
     if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0)
         tu_v3_dir = v3dir;

@@ -10,8 +10,8 @@ Run with Debian's /usr/bin/python3 (numcodecs 0.11, NumPy 1.24). Writes OUT_DIR/
   expected.dat  the decoded chunk, C order, little-endian (the v3 flat encoding)
 
 Encoded chunks come from numcodecs (gzip, zstd, blosc, delta, shuffle, zlib), Python's own
-modules, and shard layouts written here by following ../shared/specs/v3/codecs/
-sharding-indexed.rst ("Binary shard format"); the expected values are the NumPy arrays the chunks
+modules, and shard layouts written here by following the Zarr v3 spec, codecs/
+sharding-indexed ("Binary shard format"); the expected values are the NumPy arrays the chunks
 were made from. The zarrita fixture chunks (ZARRITA_V3_DIR: data written by another Zarr
 implementation) are decoded here, independently of zarrfs, with the same modules.
 

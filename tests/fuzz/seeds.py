@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Write the seed corpora of the fuzz targets (tests/fuzz/fuzz_*.c) into OUTDIR/<target>/.
 
-    /usr/bin/python3 tests/fuzz/seeds.py OUTDIR [SHARED]   # SHARED: default ../shared of the tree
+    /usr/bin/python3 tests/fuzz/seeds.py OUTDIR [FIXTURES] # FIXTURES: default tests/fixtures
 
-Sources: the fixtures in SHARED/testdata (numcodecs' encoded chunks with their configurations,
+Sources: the fixtures in FIXTURES (numcodecs' encoded chunks with their configurations,
 zarr-python 2.18's and zarrita.js's v2/v3 stores and zip archives) and the integration suite's
 generators (tests/integration/gen_v2.py: every v2 dtype, codec and layout, consolidated
 metadata; test_draft2020.py and test_draft2022.py: both v3 drafts). Each seed is written in the
@@ -355,7 +355,7 @@ def listing_seeds(keys):
 # ---- archives and references ------------------------------------------------------------------
 
 def zip_seeds(trees):
-    for z in sorted(glob.glob(os.path.join(SHARED, "testdata", "zarrita-fixtures", "*", "*.zip"))):
+    for z in sorted(glob.glob(os.path.join(FIXTURES, "zarrita-fixtures", "*", "*.zip"))):
         put("zip", read(z))
     for root in trees:
         files = tree_files(root)
@@ -404,14 +404,14 @@ def refs_seeds(v2root):
                  "dimensions": {"j": [0, 1, 2]}}]}))
 
 
-SHARED = None
+FIXTURES = None
 
 
 def main():
-    global OUT, SHARED
+    global OUT, FIXTURES
     OUT = sys.argv[1]
-    SHARED = sys.argv[2] if len(sys.argv) > 2 else os.path.join(SRC, "..", "shared")
-    td = os.path.join(SHARED, "testdata")
+    FIXTURES = sys.argv[2] if len(sys.argv) > 2 else os.path.join(SRC, "tests", "fixtures")
+    td = FIXTURES
     os.makedirs(OUT, exist_ok=True)
     v2_trees = [os.path.join(td, "zarr-python-2.18.7-fixture"),
                 os.path.join(td, "zarrita-fixtures", "v2", "data.zarr")]

@@ -7,7 +7,7 @@ build(root) writes, below root:
                  zero-length arrays, names with spaces, non-ASCII and URL-special characters,
                  a name longer than nginx's autoindex column; consolidated (.zmetadata)
   v2nc.zarr      the same without .zmetadata
-  v3.zarr        a copy of ../shared/testdata/zarrita-fixtures/v3/data.zarr (zarrita)
+  v3.zarr        a copy of tests/fixtures/zarrita-fixtures/v3/data.zarr (zarrita)
   sharded.zarr   Zarr v3 sharded arrays built by hand (test_v3_sharding.write_array), and
                  `counted`: uint8 (64, 32768), shards (32, 16384) of 4 x 4 inner chunks
                  (8, 4096), raw inner chunks, index [bytes, crc32c] at the end; one inner-chunk
@@ -29,7 +29,7 @@ import numpy as np
 
 import zfmount
 
-V3_FIXTURE = os.path.join(zfmount.SHARED, "testdata", "zarrita-fixtures", "v3", "data.zarr")
+V3_FIXTURE = os.path.join(zfmount.FIXTURES, "zarrita-fixtures", "v3", "data.zarr")
 
 LONG_NAME = "a_very_long_array_name_longer_than_the_fifty_characters_nginx_autoindex_shows"
 ODD_NAME = "odd name +%#&;=\u00e9\u305f"

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""The October 2020 Zarr v3 core protocol draft (../shared/specs/seeds/
-zarr-v3-core-protocol-draft-2020-10.rst) as zarr-python 2.13 writes it under
-ZARR_V3_EXPERIMENTAL_API=1 (zarr._storage.v3.DirectoryStoreV3, zarr_version=3), through zarrfs.
+"""The October 2020 Zarr v3 core protocol draft (the editor's draft of 16 October 2020) as
+zarr-python 2.13 writes it under ZARR_V3_EXPERIMENTAL_API=1 (zarr._storage.v3.DirectoryStoreV3,
+zarr_version=3), through zarrfs.
 
 zarr 2.13's layout: `zarr.json` entry point {"zarr_format": "https://purl.org/zarr/spec/protocol/
 core/3.0", "metadata_encoding": ..., "metadata_key_suffix": ".json", "extensions": []}; the root

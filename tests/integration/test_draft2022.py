@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""The May 2022 Zarr v3 core specification draft (../shared/specs/seeds/
-zarr-v3-core-spec-draft-2022-05.txt) through zarrfs. No library writes this dialect any more, so
+"""The May 2022 Zarr v3 core specification draft (the editor's draft of 25 May 2022)
+through zarrfs. No library writes this dialect any more, so
 the hierarchies are written here with numpy, gzip and numcodecs' Blosc, following the seed:
 
 * "Entry point metadata": zarr.json {"zarr_format": "https://purl.org/zarr/spec/core/3.0",

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Mount ../shared/testdata/zarr-python-2.18.7-fixture and compare every array, group listing and
+"""Mount tests/fixtures/zarr-python-2.18.7-fixture and compare every array, group listing and
 xattr with what zarr-python 2.13 reads from the same directory.
 
 Expected values come from zarr-python (open_array per array directory; `nested_legacy` — chunks in
@@ -22,7 +22,7 @@ from zfmount import log  # noqa: E402
 import numpy as np  # noqa: E402
 import zarr  # noqa: E402
 
-FIXTURE = os.path.join(zfmount.SHARED, "testdata", "zarr-python-2.18.7-fixture")
+FIXTURE = os.path.join(zfmount.FIXTURES, "zarr-python-2.18.7-fixture")
 
 
 class FixtureV2(zfmount.MountedTestCase):

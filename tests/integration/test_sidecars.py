@@ -264,7 +264,7 @@ class Fixtures(zfmount.TestCase):
     bytes."""
 
     def test_walk(self):
-        base = os.path.join(zfmount.SHARED, "testdata", "zarrita-fixtures")
+        base = os.path.join(zfmount.FIXTURES, "zarrita-fixtures")
         stores = [os.path.join(base, v, "data.zarr") for v in ("v2", "v3")]
         checked = 0
         for store in stores:

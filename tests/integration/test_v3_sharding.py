@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The sharding_indexed codec through zarrfs, with shards built BY HAND here (zarrita cannot
-write sharding or crc32c) from ../shared/specs/v3/codecs/sharding-indexed.rst, with numpy,
+write sharding or crc32c) from the Zarr v3 spec, codecs/sharding-indexed, with numpy,
 struct, zlib/gzip, numcodecs (blosc, zstd) and the table-driven CRC-32C of gen_v3_common.py.
 
 * Sharded: index at the end and at the start; index codecs [bytes little, crc32c] and

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Final Zarr v3 through zarrfs, with zarrita (npm, pinned in js/package-lock.json) as the reference.
 
-* ZarritaFixture: ../shared/testdata/zarrita-fixtures/v3/data.zarr mounted; every array of a
+* ZarritaFixture: tests/fixtures/zarrita-fixtures/v3/data.zarr mounted; every array of a
   fixed-size data type byte-exact with zarrita's own read of it (js/zarrita_read.mjs), random
   preads, listings, xattrs; variable-length string arrays listed but open() fails EOPNOTSUPP; its
   "consolidated" group (inline consolidated_metadata agreeing with the per-node documents), also
@@ -17,7 +17,7 @@
   withConsolidatedMetadata gives the expected arrays and node list).
 * HandBuilt: data types and fill values zarrita cannot write (complex64/128, r16/r24 raw, NaN
   payload / hex fill values, extreme 64-bit fills, must_understand: false extras), built with numpy
-  from ../shared/specs/v3/data-types.rst and codecs/bytes.rst.
+  from the Zarr v3 spec, data types and codecs/bytes.
 
 Expected values come from zarrita, numpy and the stored documents, never from zarrfs.
 """
@@ -42,7 +42,7 @@ import gen_v3_zarrita as gz  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-FIXTURE = os.path.join(zfmount.SHARED, "testdata", "zarrita-fixtures", "v3", "data.zarr")
+FIXTURE = os.path.join(zfmount.FIXTURES, "zarrita-fixtures", "v3", "data.zarr")
 WORK = None
 WRITTEN = None          # the zarrita-written store
 NODES = None            # gen_v3_zarrita.nodes()

@@ -23,8 +23,7 @@ array file is byte-compared with the array this test wrote (numpy), or with GDAL
 * Writes (local, -o rw, on a copy): the new chains and codecs encode: the chunks zarrfs stores
   are decoded here with gzip/numcodecs/the reference checksums, bitround by the zarrs model.
 
-Run: ZARRFS=build/src/fuse/zarrfs ZARRFS_SHARED=../shared /usr/bin/python3 \
-     tests/integration/test_variant_codecs.py -v
+Run: ZARRFS=build/src/fuse/zarrfs /usr/bin/python3 tests/integration/test_variant_codecs.py -v
 """
 
 import errno

@@ -11,8 +11,8 @@ real writers produce").
 * BoolFill: v3 bool arrays written by zarrita.js 0.7 itself, whose zarr.json says
   "fill_value": 0 or 1 and "codecs": [] (zarrita's metadata, unpatched): read as zarrita reads
   them, locally and over HTTP; a bool fill value of 2 or "0" is still refused.
-* WalkEverything: every array of ../shared/testdata (its zip archives included, mounted as
-  archives) and of the suite's own fixtures (the stores of gen_v2, gen_v3_zarrita, the two
+* WalkEverything: every array of the third-party fixtures (tests/fixtures: zarr-python's and
+  zarrita's stores, zarrita's v2 zip archives mounted as archives) and of the suite's own fixtures (the stores of gen_v2, gen_v3_zarrita, the two
   drafts' tests, remote_fixtures, this file): each regular
   file's size is shape x item size computed from the stored metadata document, and reading it
   whole, and at its last byte, gives exactly that many bytes or fails with EIO — never a short
@@ -42,7 +42,7 @@ import remote_servers as rs  # noqa: E402
 import numpy as np  # noqa: E402
 import zarr  # noqa: E402
 
-TESTDATA = os.path.join(zfmount.SHARED, "testdata")
+TESTDATA = zfmount.FIXTURES
 WORK = None
 SRV = None              # served by nginx: the stores of this file
 NGINX = None

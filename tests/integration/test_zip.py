@@ -26,7 +26,7 @@ import remote_servers as rs  # noqa: E402
 import numpy as np  # noqa: E402
 import zarr  # noqa: E402
 
-ZARRITA_V2 = os.path.join(zfmount.SHARED, "testdata", "zarrita-fixtures", "v2")
+ZARRITA_V2 = os.path.join(zfmount.FIXTURES, "zarrita-fixtures", "v2")
 TMP = tempfile.mkdtemp(prefix="zf-zip-")
 
 

@@ -4,7 +4,8 @@ Run the tests with /usr/bin/python3 (Debian's zarr 2.13, numcodecs 0.11, numpy 1
 
 Environment:
   ZARRFS         path of the zarrfs binary (meson passes it); default ../../build/src/fuse/zarrfs
-  ZARRFS_SHARED  the ../shared folder (test data); default <repo>/../shared
+  ZARRFS_SHARED  optional: a directory holding testdata/ with the third-party fixtures; when
+                 unset they are read from the repository's tests/fixtures (its README.md)
   ZARRFS_TEST_TIMEOUT  per-test watchdog in seconds (default 180)
 
 Every mount goes through `Mount`, a context manager that starts `zarrfs -f STORE MNT` in the
@@ -36,7 +37,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
 ZARRFS = os.environ.get("ZARRFS") or os.path.join(REPO, "build", "src", "fuse", "zarrfs")
-SHARED = os.environ.get("ZARRFS_SHARED") or os.path.join(os.path.dirname(REPO), "shared")
+# the third-party fixtures (numcodecs-fixture, zarr-python-2.18.7-fixture, zarrita-fixtures)
+if os.environ.get("ZARRFS_SHARED"):
+    FIXTURES = os.path.join(os.environ["ZARRFS_SHARED"], "testdata")
+else:
+    FIXTURES = os.path.join(REPO, "tests", "fixtures")
 TEST_TIMEOUT = float(os.environ.get("ZARRFS_TEST_TIMEOUT", "180"))
 MOUNT_TIMEOUT = 10.0
 CMD_TIMEOUT = 20.0
@@ -415,7 +420,7 @@ def main(file_timeout=570):
     if os.geteuid() != 0:
         log("note: not running as root; mounting may fail")
     log("zarrfs binary: %s" % ZARRFS)
-    log("shared data:   %s" % SHARED)
+    log("fixtures:      %s" % FIXTURES)
     if not os.access(ZARRFS, os.X_OK):
         log("FAIL: zarrfs binary %s is missing or not executable" % ZARRFS)
         sys.exit(1)

@@ -21,6 +21,7 @@
 #include "zarrfs/meta.h"
 
 #include "../check_main.h"
+#include "../fixture_dir.h"
 
 /* ----- helpers ----- */
 
@@ -139,10 +140,8 @@ static int visit(const char *path, const struct stat *sb, int type, struct FTW *
 
 START_TEST(zarrita_fixtures_parse)
 {
-    const char *shared = getenv("ZARRFS_SHARED");
-    ck_assert_ptr_nonnull(shared);
     char root[4096];
-    snprintf(root, sizeof root, "%s/testdata/zarrita-fixtures/v3/data.zarr", shared);
+    snprintf(root, sizeof root, "%s/zarrita-fixtures/v3/data.zarr", zf_test_fixtures());
     n_fixtures = n_arrays = n_string = 0;
     ck_assert_int_eq(nftw(root, visit, 16, FTW_PHYS), 0);
     /* find .../v3/data.zarr -name zarr.json: 49 documents, 4 of them groups, 6 string arrays */
@@ -155,8 +154,8 @@ END_TEST
 static void fixture(const char *name, zf_node_meta *m)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/testdata/zarrita-fixtures/v3/data.zarr/%s/zarr.json",
-             getenv("ZARRFS_SHARED"), name);
+    snprintf(path, sizeof path, "%s/zarrita-fixtures/v3/data.zarr/%s/zarr.json",
+             zf_test_fixtures(), name);
     size_t len;
     char *text = read_file(path, &len);
     ck_assert_msg(text != NULL, "%s", path);
