@@ -911,7 +911,8 @@ static bool stat_from_memory(dc_store *d, const dc_req *r, zf_store_version *ver
 static bool from_entry(dc_store *d, const dc_req *r, zf_bytes *out, zf_store_version *ver,
                        zf_status *st, zf_err *err)
 {
-    uint64_t bound = r->kind == ZF_READ_ALL ? zf_store_bound(r->len) : UINT64_MAX;
+    /* a bounded get's bound; none for other reads (as large as bound + MAX_HEADER allows) */
+    uint64_t bound = r->kind == ZF_READ_ALL ? zf_store_bound(r->len) : UINT64_MAX - MAX_HEADER;
     int fd = openat(d->entries_fd, r->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) { /* no entry: perhaps the key was found absent within the ttl */
         zf_store_version cur;
@@ -924,14 +925,14 @@ static bool from_entry(dc_store *d, const dc_req *r, zf_bytes *out, zf_store_ver
     struct stat sb;
     entry e;
     zf_bytes got = {0};
-    if (bound != UINT64_MAX && fstat(fd, &sb) == 0 &&
-        (uint64_t)sb.st_size > bound + MAX_HEADER) { /* unread: its payload is over the bound */
+    bool statted = fstat(fd, &sb) == 0;
+    if (statted && (uint64_t)sb.st_size > bound + MAX_HEADER) { /* unread: over the bound */
         close(fd);
         *st = zf_store_refuse_large(err, r->key, bound, UINT64_MAX,
                                     "in the disk cache: its entry is larger");
         return true;
     }
-    load_result lr = fstat(fd, &sb) != 0 ? LOAD_FAIL
+    load_result lr = !statted ? LOAD_FAIL
                      : entry_load(d, fd, &sb, r->key, &r->want, &e,
                                   r->kind == ZF_READ_STAT ? NULL : &got);
     if (lr != LOAD_OK) {
