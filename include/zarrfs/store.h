@@ -91,6 +91,10 @@ typedef struct zf_store_ops {
      * NULL: the dispatcher calls erase. */
     zf_status (*erase_if)(zf_store *s, const char *key, const zf_store_version *base,
                           zf_err *err);
+    /* Optional: get, refusing a value over max_size bytes (zf_store_get_bounded). NULL: the
+     * dispatcher uses read_versioned (ZF_READ_ALL with len = max_size), else stat and get. */
+    zf_status (*get_bounded)(zf_store *s, const char *key, uint64_t max_size, zf_bytes *out,
+                             zf_err *err);
 } zf_store_ops;
 
 struct zf_store {
@@ -222,8 +226,18 @@ zf_status zf_store_s3_open(const char *url, const zf_store_options *opts, zf_sto
 zf_status zf_store_file_open(const char *root, zf_store **out, zf_err *err);
 
 /* The whole value of key. Errors: ZF_ERR_NOT_FOUND; ZF_ERR_INVALID for an invalid key;
- * ZF_ERR_IO; ZF_ERR_NOMEM. */
+ * ZF_ERR_IO; ZF_ERR_TOO_LARGE (a value over ZF_STORE_MAX_VALUE, 4 GiB, as for
+ * zf_store_get_bounded); ZF_ERR_NOMEM. */
 zf_status zf_store_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err);
+/* The whole value of key when it is at most max_size bytes (metadata documents: ZF_JSON_MAX_TEXT;
+ * 0 or more than 4 GiB: 4 GiB, as zf_store_get). A larger value is ZF_ERR_TOO_LARGE, its message
+ * naming the key, the bound and the size where one was announced: refused on the size the store
+ * announces before any byte of it is read (a local file's size, an HTTP or S3 Content-Length, a
+ * zip entry's size in the central directory, a reference's length), and where nothing is
+ * announced (an HTTP body without Content-Length) once more than max_size bytes have come: at
+ * most max_size bytes are ever held. Other errors as zf_store_get. */
+zf_status zf_store_get_bounded(zf_store *s, const char *key, uint64_t max_size, zf_bytes *out,
+                               zf_err *err);
 /* Bytes [offset, offset + len) of key's value; shorter when the value ends first. Errors as
  * zf_store_get. */
 zf_status zf_store_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
@@ -240,7 +254,8 @@ zf_status zf_store_stat(zf_store *s, const char *key, uint64_t *size, struct tim
 /* One read of the given kind (get, get_partial, get_suffix or stat) with, in *ver, the version of
  * the value it read: ETag and Last-Modified where the backend knows them, and the value's size
  * where known (always for ZF_READ_ALL, ZF_READ_SUFFIX and ZF_READ_STAT). out is unused (may be
- * NULL) for ZF_READ_STAT. Errors as zf_store_get. */
+ * NULL) for ZF_READ_STAT. For ZF_READ_ALL, offset is unused and len is max_size as for
+ * zf_store_get_bounded (0: no bound but the store's). Errors as zf_store_get. */
 zf_status zf_store_read_versioned(zf_store *s, const char *key, zf_read_kind kind,
                                   uint64_t offset, uint64_t len, zf_bytes *out,
                                   zf_store_version *ver, zf_err *err);

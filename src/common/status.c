@@ -22,6 +22,7 @@ const char *zf_status_str(zf_status st)
     case ZF_ERR_IS_DIR: return "is a group";
     case ZF_ERR_CONFLICT: return "changed by another writer";
     case ZF_ERR_NO_SPACE: return "no space left in the store";
+    case ZF_ERR_TOO_LARGE: return "value too large";
     }
     return "unknown status";
 }

@@ -147,15 +147,20 @@ zf_status zf_h_get_doc(zf_hierarchy *h, const char *key, char **text, size_t *le
         *len = strlen(*text);
         return ZF_OK;
     }
-    /* A local document larger than a JSON document may be is refused unread (a remote one is
-     * read up to the stores' value limit, then refused by zf_json_parse). */
-    uint64_t size;
-    if (!zf_store_is_remote(h->store) &&
-        zf_store_stat(h->store, key, &size, NULL, NULL) == ZF_OK && size > ZF_JSON_MAX_TEXT)
-        return zf_fail(err, ZF_ERR_INVALID, "%s: JSON document larger than %zu MiB", key,
-                       ZF_JSON_MAX_TEXT >> 20);
+    /* A document larger than a JSON document may be is refused on the size its store announces
+     * (a file's, a Content-Length, a zip entry's, a reference's), unread; one sent without a
+     * length is cut off at the bound. Invalid metadata, as one zf_json_parse refuses. */
     zf_bytes b;
-    zf_status st = zf_store_get(h->store, key, &b, err);
+    zf_err serr = {""};
+    zf_status st = zf_store_get_bounded(h->store, key, ZF_JSON_MAX_TEXT, &b, &serr);
+    if (st == ZF_ERR_TOO_LARGE) {
+        const char *r = strstr(serr.msg, "refusing a value larger than");
+        const char *why = r ? strchr(r, '(') : NULL; /* "(N bytes announced)" */
+        return zf_fail(err, ZF_ERR_INVALID, "%s: JSON document larger than %zu MiB %s", key,
+                       ZF_JSON_MAX_TEXT >> 20, why ? why : serr.msg);
+    }
+    if (err && st != ZF_OK)
+        *err = serr;
     if (st != ZF_OK)
         return st;
     char *t = realloc(b.data, b.len + 1);

@@ -288,6 +288,7 @@ typedef struct xfer {
     bool headers_too_large;
     /* its body */
     bool started, enough, too_large, nomem;
+    uint64_t announced; /* too_large: the size the headers announced (UINT64_MAX: none) */
     body_mode mode;
     uint64_t seen, skip, want;
     uint8_t *buf;
@@ -353,6 +354,8 @@ static void parse_content_range(xfer *x, const char *v, size_t n)
         x->has_cr = true;
 }
 
+static bool start_body(xfer *x);
+
 static size_t on_header(char *buf, size_t size, size_t n, void *ud)
 {
     xfer *x = ud;
@@ -364,6 +367,12 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud)
     }
     while (l && (buf[l - 1] == '\r' || buf[l - 1] == '\n'))
         l--;
+    if (l == 0) { /* the end of a response's headers: a body announced too large is refused now,
+                     before any of it is read */
+        if (x->status >= 200 && x->status < 300 && !x->started && !start_body(x))
+            return 0;
+        return len;
+    }
     if (l >= 5 && memcmp(buf, "HTTP/", 5) == 0) { /* a new response: forget the previous one */
         reset_response(x);
         const char *sp = memchr(buf, ' ', l);
@@ -442,6 +451,7 @@ static bool append(xfer *x, const char *p, size_t n)
         return true;
     if (x->mode != BODY_ERROR && x->len + (uint64_t)n > x->limit) {
         x->too_large = true;
+        x->announced = UINT64_MAX;
         return false;
     }
     if (!reserve(x, x->len + (uint64_t)n + (x->mode == BODY_ERROR)))
@@ -453,7 +463,8 @@ static bool append(xfer *x, const char *p, size_t n)
 
 static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
-/* The first body byte of a response: decide what to keep of it. */
+/* The end of a 2xx response's headers, else its first body byte: decide what to keep of the
+ * body. */
 static bool start_body(xfer *x)
 {
     const zf_http_request *rq = x->rq;
@@ -490,6 +501,7 @@ static bool start_body(xfer *x)
     if (expect != UINT64_MAX) {
         if (expect > x->limit) {
             x->too_large = true;
+            x->announced = expect;
             return false;
         }
         if (expect && !reserve(x, expect))
@@ -826,8 +838,10 @@ static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
                       rq->what, ZF_HTTP_MAX_HEADERS >> 10);
         r = ATTEMPT_FAIL;
     } else if (x.too_large) {
-        *st = zf_fail(err, ZF_ERR_IO, "%s: refusing a value larger than %" PRIu64 " MiB",
-                      rq->what, x.limit >> 20);
+        *st = zf_store_refuse_large(err, rq->what, x.limit, x.announced,
+                                    x.announced == UINT64_MAX
+                                        ? "sent without a length: cut off there"
+                                        : "announced");
         r = ATTEMPT_FAIL;
     } else if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && x.enough) &&
                !(rc == CURLE_PARTIAL_FILE && x.status == 206 && x.has_cr && x.cr_total_known &&
@@ -957,11 +971,11 @@ void zf_http_version(const zf_http_response *r, zf_store_version *ver)
     ver->size = r->has_total ? r->total : 0;
 }
 
-zf_status zf_http_get(zf_store *s, const char *key, zf_range_request_fn request, zf_bytes *out,
-                      zf_store_version *ver, zf_err *err)
+zf_status zf_http_get(zf_store *s, const char *key, zf_range_request_fn request,
+                      uint64_t max_size, zf_bytes *out, zf_store_version *ver, zf_err *err)
 {
     zf_http_response r;
-    zf_status st = request(s, key, ZF_HTTP_GET, 0, 0, &r, err);
+    zf_status st = request(s, key, ZF_HTTP_GET, 0, max_size, &r, err);
     if (st != ZF_OK)
         return st;
     if (r.status == 416) {
@@ -1043,8 +1057,8 @@ zf_status zf_http_read_versioned(zf_store *s, const char *key, zf_read_kind kind
     zf_status st;
     uint64_t total;
     switch (kind) {
-    case ZF_READ_ALL:
-        return zf_http_get(s, key, request, out, ver, err);
+    case ZF_READ_ALL: /* len: the bound (store.h) */
+        return zf_http_get(s, key, request, len, out, ver, err);
     case ZF_READ_RANGE:
         return zf_http_get_partial(s, key, offset, len, request, stat, out, ver, err);
     case ZF_READ_SUFFIX:

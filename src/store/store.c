@@ -3,6 +3,7 @@
  * URL ending in .json: kerchunk references). */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "zarrfs/json.h"
 #include "zarrfs/store.h"
 
 #include "store_impl.h"
@@ -64,6 +66,27 @@ ssize_t zf_pread_full(int fd, void *buf, size_t n, off_t offset)
     return (ssize_t)got;
 }
 
+uint64_t zf_store_bound(uint64_t max_size)
+{
+    return max_size == 0 || max_size > ZF_STORE_MAX_VALUE ? ZF_STORE_MAX_VALUE : max_size;
+}
+
+zf_status zf_store_refuse_large(zf_err *err, const char *key, uint64_t bound, uint64_t size,
+                                const char *where)
+{
+    char b[48];
+    if (bound % ((uint64_t)1 << 20) == 0)
+        snprintf(b, sizeof b, "%" PRIu64 " MiB", bound >> 20);
+    else
+        snprintf(b, sizeof b, "%" PRIu64 " bytes", bound);
+    if (size == UINT64_MAX)
+        return zf_fail(err, ZF_ERR_TOO_LARGE, "%s: refusing a value larger than %s (%s)", key, b,
+                       where);
+    return zf_fail(err, ZF_ERR_TOO_LARGE,
+                   "%s: refusing a value larger than %s (%" PRIu64 " bytes%s%s)", key, b, size,
+                   where[0] ? " " : "", where);
+}
+
 /* Up to n bytes at offset of an open file: the count read (0 after a failed read). */
 static size_t pread_some(int fd, uint8_t *buf, size_t n, off_t offset)
 {
@@ -71,14 +94,15 @@ static size_t pread_some(int fd, uint8_t *buf, size_t n, off_t offset)
     return r < 0 ? 0 : (size_t)r;
 }
 
-#define REFS_MAX_SIZE ((off_t)1 << 32) /* a reference file is parsed in memory */
-
-/* Kerchunk references in a local file: parsed with the file's directory for relative targets. */
+/* Kerchunk references in a local file: parsed with the file's directory for relative targets.
+ * A JSON document: larger than ZF_JSON_MAX_TEXT, it is refused unread. */
 static zf_status open_local_refs(const char *path, int fd, off_t size,
                                  const zf_store_options *opts, zf_store **out, zf_err *err)
 {
-    if (size > REFS_MAX_SIZE)
-        return zf_fail(err, ZF_ERR_UNSUPPORTED, "%s: reference file too large", path);
+    if ((uint64_t)size > ZF_JSON_MAX_TEXT)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "%s: reference file larger than %zu MiB (%" PRIu64 " bytes)", path,
+                       ZF_JSON_MAX_TEXT >> 20, (uint64_t)size);
     char *text = malloc((size_t)size + 1);
     if (!text)
         return ZF_ERR_NOMEM;
@@ -159,8 +183,8 @@ static bool is_parquet_refs_dir(const char *dir)
     return strstr(buf, "\"record_size\"") != NULL;
 }
 
-/* An HTTP(S) or S3 URL naming a reference file (*.json): fetched whole, relative targets below
- * its parent URL. */
+/* An HTTP(S) or S3 URL naming a reference file (*.json): fetched whole (at most
+ * ZF_JSON_MAX_TEXT), relative targets below its parent URL. */
 static zf_status open_remote_refs(const char *url, const zf_store_options *opts, bool s3,
                                   zf_store **out, zf_err *err)
 {
@@ -181,7 +205,7 @@ static zf_status open_remote_refs(const char *url, const zf_store_options *opts,
                            : zf_store_http_open(parent, opts, &web, err);
     if (st == ZF_OK) {
         zf_bytes b = {0};
-        st = zf_store_get(web, slash + 1, &b, err);
+        st = zf_store_get_bounded(web, slash + 1, ZF_JSON_MAX_TEXT, &b, err);
         zf_store_close(web);
         if (st == ZF_ERR_NOT_FOUND)
             st = zf_fail(err, ZF_ERR_NOT_FOUND, "%s: not found", shown);
@@ -308,6 +332,54 @@ zf_status zf_store_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)
     return st ? st : counted(s, s->ops->get(s, key, out, err), out);
 }
 
+/* get_bounded of a backend without get_bounded and read_versioned: its stat, then its get. */
+static zf_status get_bounded_by_stat(zf_store *s, const char *key, uint64_t bound, zf_bytes *out,
+                                     zf_err *err)
+{
+    uint64_t size;
+    zf_status st = s->ops->stat(s, key, &size, NULL, err);
+    if (st != ZF_OK)
+        return st;
+    if (size > bound)
+        return zf_store_refuse_large(err, key, bound, size, "stored");
+    if ((st = s->ops->get(s, key, out, err)) != ZF_OK)
+        return st;
+    if (out->len > bound) { /* it grew since */
+        size = out->len;
+        zf_bytes_free(out);
+        return zf_store_refuse_large(err, key, bound, size, "read");
+    }
+    return ZF_OK;
+}
+
+/* One bounded get, not counted (zf_store_get_bounded, zf_store_read_versioned). */
+static zf_status get_bounded(zf_store *s, const char *key, uint64_t max_size, zf_bytes *out,
+                             zf_store_version *ver, zf_err *err)
+{
+    uint64_t bound = zf_store_bound(max_size);
+    zf_status st;
+    if (s->ops->get_bounded) {
+        st = s->ops->get_bounded(s, key, bound, out, err);
+    } else if (s->ops->read_versioned) {
+        zf_store_version v;
+        return s->ops->read_versioned(s, key, ZF_READ_ALL, 0, bound, out, ver ? ver : &v, err);
+    } else if (max_size == 0) { /* the backend's own bound, as zf_store_get */
+        st = s->ops->get(s, key, out, err);
+    } else {
+        st = get_bounded_by_stat(s, key, bound, out, err);
+    }
+    if (st == ZF_OK && ver)
+        ver->size = out->len, ver->has_size = true;
+    return st;
+}
+
+zf_status zf_store_get_bounded(zf_store *s, const char *key, uint64_t max_size, zf_bytes *out,
+                               zf_err *err)
+{
+    zf_status st = check_key(key, false, err);
+    return st ? st : counted(s, get_bounded(s, key, max_size, out, NULL, err), out);
+}
+
 zf_status zf_store_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
                                zf_bytes *out, zf_err *err)
 {
@@ -351,9 +423,7 @@ zf_status zf_store_read_versioned(zf_store *s, const char *key, zf_read_kind kin
                        kind == ZF_READ_STAT ? NULL : out);
     switch (kind) { /* a backend without versions: only the size is known */
     case ZF_READ_ALL:
-        if ((st = zf_store_get(s, key, out, err)) == ZF_OK)
-            ver->size = out->len, ver->has_size = true;
-        return st;
+        return counted(s, get_bounded(s, key, len, out, ver, err), out);
     case ZF_READ_RANGE:
         return zf_store_get_partial(s, key, offset, len, out, err);
     case ZF_READ_SUFFIX:

@@ -904,6 +904,7 @@ typedef struct dc_req {
     char dir[40], name[48], path[96];
 } dc_req;
 
+/* len: for ZF_READ_ALL the bound of a bounded get (store.h), not part of the entry's name. */
 static void req_init(dc_store *d, dc_req *r, const char *key, zf_read_kind kind,
                      uint64_t offset, uint64_t len)
 {
@@ -935,10 +936,13 @@ static bool stat_from_memory(dc_store *d, const dc_req *r, zf_store_version *ver
 
 /* The answer of r from its entry, if the entry is there, whole and valid: true with *st (ZF_OK
  * with *out and *ver; ZF_ERR_NOT_FOUND when a revalidation found the value gone; the failure of
- * the revalidation). false: fetch it (a bad or stale entry is dropped first). */
+ * the revalidation; ZF_ERR_TOO_LARGE for a value over the bound of a bounded get). false: fetch
+ * it (a bad or stale entry is dropped first). */
 static bool from_entry(dc_store *d, const dc_req *r, zf_bytes *out, zf_store_version *ver,
                        zf_status *st, zf_err *err)
 {
+    /* a bounded get's bound; none for other reads (as large as bound + MAX_HEADER allows) */
+    uint64_t bound = r->kind == ZF_READ_ALL ? zf_store_bound(r->len) : UINT64_MAX - MAX_HEADER;
     int fd = openat(d->entries_fd, r->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) { /* no entry: perhaps the key was found absent within the ttl */
         zf_store_version cur;
@@ -951,7 +955,14 @@ static bool from_entry(dc_store *d, const dc_req *r, zf_bytes *out, zf_store_ver
     struct stat sb;
     entry e;
     zf_bytes got = {0};
-    load_result lr = fstat(fd, &sb) != 0 ? LOAD_FAIL
+    bool statted = fstat(fd, &sb) == 0;
+    if (statted && (uint64_t)sb.st_size > bound + MAX_HEADER) { /* unread: over the bound */
+        close(fd);
+        *st = zf_store_refuse_large(err, r->key, bound, UINT64_MAX,
+                                    "in the disk cache: its entry is larger");
+        return true;
+    }
+    load_result lr = !statted ? LOAD_FAIL
                      : entry_load(d, fd, &sb, r->key, &r->want, &e,
                                   r->kind == ZF_READ_STAT ? NULL : &got);
     if (lr != LOAD_OK) {
@@ -966,7 +977,10 @@ static bool from_entry(dc_store *d, const dc_req *r, zf_bytes *out, zf_store_ver
     }
     bool revalidated;
     validity v = check(d, r->key, r->dir, &e.v, &sb, &revalidated, st, err);
-    if (v == VALID) {
+    if (v == VALID && got.len > bound) { /* a header's worth over it, at most */
+        *st = zf_store_refuse_large(err, r->key, bound, got.len, "in the disk cache");
+        zf_bytes_free(&got);
+    } else if (v == VALID) {
         touch(d, fd, &sb, revalidated);
         d->hits++;
         d->bytes_read += got.len;

@@ -89,9 +89,11 @@ static zf_status errno_status(const char *key, const char *what, zf_err *err)
 }
 
 /* Read up to len bytes at offset from an open descriptor into out; with suffix, the last len
- * bytes instead (offset ignored), and the file's size in *total. */
+ * bytes instead (offset ignored), and the file's size in *total. More than bound bytes to read
+ * (by the file's size) is ZF_ERR_TOO_LARGE, nothing read; a file growing meanwhile is read up to
+ * the size it had. */
 static zf_status read_range(int fd, const char *key, uint64_t offset, uint64_t len, bool suffix,
-                            uint64_t *total, zf_bytes *out, zf_err *err)
+                            uint64_t bound, uint64_t *total, zf_bytes *out, zf_err *err)
 {
     struct stat sb;
     if (fstat(fd, &sb) < 0)
@@ -108,9 +110,8 @@ static zf_status read_range(int fd, const char *key, uint64_t offset, uint64_t l
     uint64_t n = offset >= size ? 0 : size - offset;
     if (n > len)
         n = len;
-    if (n > ZF_STORE_MAX_VALUE)
-        return zf_fail(err, ZF_ERR_IO, "%s: refusing a value larger than %" PRIu64 " MiB", key,
-                       ZF_STORE_MAX_VALUE >> 20);
+    if (n > bound) /* by its size: not a byte of it read */
+        return zf_store_refuse_large(err, key, bound, n, "in the file");
     uint8_t *buf = zf_alloc_bulk((size_t)n); /* may become a cached chunk as it is */
     if (!buf)
         return ZF_ERR_NOMEM;
@@ -133,7 +134,7 @@ static zf_status fs_get_partial(zf_store *s, const char *key, uint64_t offset, u
     int fd = open_beneath(fs->root_fd, key, O_RDONLY | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
         return errno_status(key, "open", err);
-    zf_status st = read_range(fd, key, offset, len, false, NULL, out, err);
+    zf_status st = read_range(fd, key, offset, len, false, ZF_STORE_MAX_VALUE, NULL, out, err);
     close(fd);
     return st;
 }
@@ -147,7 +148,7 @@ static zf_status fs_get_suffix(zf_store *s, const char *key, uint64_t len, zf_by
     int fd = open_beneath(fs->root_fd, key, O_RDONLY | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
         return errno_status(key, "open", err);
-    zf_status st = read_range(fd, key, 0, len, true, total, out, err);
+    zf_status st = read_range(fd, key, 0, len, true, ZF_STORE_MAX_VALUE, total, out, err);
     close(fd);
     return st;
 }
@@ -415,6 +416,7 @@ static zf_status fs_read_versioned(zf_store *s, const char *key, zf_read_kind ki
     if (st == ZF_OK && kind != ZF_READ_STAT) /* checks the file's type as get does */
         st = read_range(fd, key, kind == ZF_READ_ALL ? 0 : offset,
                         kind == ZF_READ_ALL ? UINT64_MAX : len, kind == ZF_READ_SUFFIX,
+                        kind == ZF_READ_ALL ? zf_store_bound(len) : ZF_STORE_MAX_VALUE,
                         &ver->size, out, err);
     close(fd);
     return st;

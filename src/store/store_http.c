@@ -42,6 +42,8 @@ static zf_status request(http_store *hs, const char *key, zf_http_kind kind, uin
     if (!url)
         return ZF_ERR_NOMEM;
     zf_http_request rq = {.url = url, .what = key, .kind = kind, .offset = offset, .len = len};
+    if (kind == ZF_HTTP_GET) /* len: the bound of the body (store_impl.h) */
+        rq.len = 0, rq.max_body = len;
     zf_status st = zf_http_perform(hs->http, &hs->base, &rq, r, err);
     free(url);
     if (st == ZF_OK && r->status != 416 && (st = answer_status(key, r, err)) != ZF_OK)
@@ -104,7 +106,7 @@ static zf_status http_range_request(zf_store *s, const char *key, zf_http_kind k
 
 static zf_status http_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)
 {
-    return zf_http_get(s, key, http_range_request, out, NULL, err);
+    return zf_http_get(s, key, http_range_request, 0, out, NULL, err);
 }
 
 static zf_status http_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,

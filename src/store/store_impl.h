@@ -15,9 +15,17 @@
 #include "zarrfs/store.h"
 
 /* Largest value any store returns in one read (a whole value or a range; a local file, a zip
- * member, an HTTP body): more is ZF_ERR_IO "refusing a value larger than 4096 MiB", before
- * anything is allocated. A chunk cannot be larger (decoded chunks are at most 2 GiB). */
+ * member, an HTTP body): more is ZF_ERR_TOO_LARGE "refusing a value larger than 4096 MiB", before
+ * anything is allocated. A chunk cannot be larger (decoded chunks are at most 2 GiB). Readers may
+ * set a smaller bound (zf_store_get_bounded: metadata documents). */
 #define ZF_STORE_MAX_VALUE ((uint64_t)4 << 30)
+/* The bound of a read asking for max_size (0 or over ZF_STORE_MAX_VALUE: ZF_STORE_MAX_VALUE). */
+uint64_t zf_store_bound(uint64_t max_size);
+/* ZF_ERR_TOO_LARGE: "KEY: refusing a value larger than BOUND (SIZE bytes WHERE)" (whoever
+ * reports the failure logs it); size UINT64_MAX when nothing announced it (then "(WHERE)" alone,
+ * e.g. "sent without a length"). BOUND in MiB when a whole number of them, else in bytes. */
+zf_status zf_store_refuse_large(zf_err *err, const char *key, uint64_t bound, uint64_t size,
+                                const char *where);
 /* Largest value a remote store returns (a Content-Length above it is refused, a body without one
  * is cut off there), and largest listing page it reads. */
 #define ZF_HTTP_MAX_VALUE ZF_STORE_MAX_VALUE
@@ -72,7 +80,9 @@ typedef struct zf_http_request {
     const char *what; /* the key, for messages */
     zf_http_kind kind;
     uint64_t offset, len;
-    uint64_t max_body; /* 0: ZF_HTTP_MAX_VALUE */
+    uint64_t max_body; /* 0: ZF_HTTP_MAX_VALUE. A 2xx body announced larger (Content-Length,
+                          Content-Range) is refused when its headers end, before any of it is
+                          read; one without a length once it passes the bound: ZF_ERR_TOO_LARGE */
     const uint8_t *body; /* PUT: what to send (may be NULL when body_len is 0) */
     size_t body_len;
     const char *condition; /* PUT, DELETE: a precondition header line ("If-Match: \"ETAG\"",
@@ -116,12 +126,15 @@ zf_status zf_bytes_empty(zf_bytes *out);
 typedef zf_status (*zf_range_request_fn)(zf_store *s, const char *key, zf_http_kind kind,
                                          uint64_t offset, uint64_t len, zf_http_response *r,
                                          zf_err *err);
+/* (For ZF_HTTP_GET, which has no range, request's len is the request's max_body: 0 for
+ * ZF_HTTP_MAX_VALUE.) */
 typedef zf_status (*zf_stat_fn)(zf_store *s, const char *key, uint64_t *size,
                                 struct timespec *mtime, zf_err *err);
 /* Each also reports, when ver is non-NULL, the version of the value the answer describes (ETag,
  * Last-Modified, whole size), all unknown for an empty result without a body (a 416, len 0). */
-zf_status zf_http_get(zf_store *s, const char *key, zf_range_request_fn request, zf_bytes *out,
-                      zf_store_version *ver, zf_err *err);
+/* zf_http_get refuses a value over max_size bytes (zf_store_get_bounded; 0: ZF_HTTP_MAX_VALUE). */
+zf_status zf_http_get(zf_store *s, const char *key, zf_range_request_fn request,
+                      uint64_t max_size, zf_bytes *out, zf_store_version *ver, zf_err *err);
 zf_status zf_http_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
                               zf_range_request_fn request, zf_stat_fn stat, zf_bytes *out,
                               zf_store_version *ver, zf_err *err);

@@ -891,6 +891,32 @@ static zf_status rs_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err
     return rs_get_partial(s, key, 0, UINT64_MAX, out, err);
 }
 
+/* By the reference's length (an inline value's, or [url, offset, length]'s) before reading; a
+ * whole target ([url]) by what its store announces (zf_store_get_bounded). */
+static zf_status rs_get_bounded(zf_store *s, const char *key, uint64_t max_size, zf_bytes *out,
+                                zf_err *err)
+{
+    refs_store *r = (refs_store *)s;
+    const ref_entry *e = find(r, key);
+    if (!e)
+        return ZF_ERR_NOT_FOUND;
+    if (e->kind == REF_INLINE && e->len > max_size)
+        return zf_store_refuse_large(err, key, max_size, e->len, "inline");
+    if (e->kind == REF_RANGE && e->length > max_size)
+        return zf_store_refuse_large(err, key, max_size, e->length, "in the reference");
+    if (e->kind != REF_WHOLE)
+        return rs_get(s, key, out, err);
+    zf_err terr = {{0}};
+    zf_status st = zf_store_get_bounded(r->bases[e->base].store, e->tkey, max_size, out, &terr);
+    if (st == ZF_ERR_NOT_FOUND)
+        return target_fail(r, e, st, err, "no such file");
+    if (st == ZF_ERR_TOO_LARGE) /* not a failure of the target: keep the status */
+        return zf_fail(err, st, "%s: target %s: %s", key, e->url, terr.msg);
+    if (st != ZF_OK)
+        return target_fail(r, e, st, err, terr.msg[0] ? terr.msg : zf_status_str(st));
+    return ZF_OK;
+}
+
 static zf_status rs_stat(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
                          zf_err *err)
 {
@@ -973,6 +999,7 @@ static const zf_store_ops refs_ops = {
     .stat = rs_stat,
     .list_dir = rs_list_dir,
     .destroy = rs_destroy,
+    .get_bounded = rs_get_bounded,
 };
 
 zf_status zf_store_refs_open(const char *name, const char *text, size_t len, const char *dir,

@@ -104,8 +104,10 @@ static zf_status request_rq(s3_store *s3, const char *key, zf_http_request rq,
 static zf_status request(s3_store *s3, const char *key, zf_http_kind kind, uint64_t offset,
                          uint64_t len, zf_http_response *r, zf_err *err)
 {
-    return request_rq(s3, key, (zf_http_request){.kind = kind, .offset = offset, .len = len}, r,
-                      err);
+    zf_http_request rq = {.kind = kind, .offset = offset, .len = len};
+    if (kind == ZF_HTTP_GET) /* len: the bound of the body (store_impl.h) */
+        rq.len = 0, rq.max_body = len;
+    return request_rq(s3, key, rq, r, err);
 }
 
 /* HEAD: the value's version (size, Last-Modified, ETag). */
@@ -143,7 +145,7 @@ static zf_status s3_range_request(zf_store *s, const char *key, zf_http_kind kin
 
 static zf_status s3_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)
 {
-    return zf_http_get(s, key, s3_range_request, out, NULL, err);
+    return zf_http_get(s, key, s3_range_request, 0, out, NULL, err);
 }
 
 static zf_status s3_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,

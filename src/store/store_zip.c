@@ -296,8 +296,8 @@ static zf_status read_entry(zip_store *z, const zip_entry *e, const char *key, b
     else if (len > e->size - offset)
         len = e->size - offset;
     if (len > ZF_STORE_MAX_VALUE)
-        return zf_fail(err, ZF_ERR_IO, "%s: refusing a value larger than %" PRIu64 " MiB", key,
-                       ZF_STORE_MAX_VALUE >> 20);
+        return zf_store_refuse_large(err, key, ZF_STORE_MAX_VALUE, len,
+                                     "in the archive's directory");
     zip_file_t *f = zip_fopen_index(z->za, e->index, 0);
     if (!f)
         return entry_error(z, key, zip_get_error(z->za), err);
@@ -385,6 +385,19 @@ static zf_status zs_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err
     return zs_get_partial(s, key, 0, UINT64_MAX, out, err);
 }
 
+/* By the entry's size in the central directory, before reading it (libzip then reads and
+ * decompresses no more than that size: a longer entry is ZF_ERR_CORRUPT). */
+static zf_status zs_get_bounded(zf_store *s, const char *key, uint64_t max_size, zf_bytes *out,
+                                zf_err *err)
+{
+    const zip_entry *e = find((zip_store *)s, key);
+    if (!e)
+        return ZF_ERR_NOT_FOUND;
+    if (e->size > max_size)
+        return zf_store_refuse_large(err, key, max_size, e->size, "in the archive's directory");
+    return zs_get(s, key, out, err);
+}
+
 static zf_status zs_stat(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
                          zf_err *err)
 {
@@ -431,6 +444,7 @@ static const zf_store_ops zip_ops = {
     .stat = zs_stat,
     .list_dir = zs_list_dir,
     .destroy = zs_destroy,
+    .get_bounded = zs_get_bounded,
 };
 
 zf_status zf_store_zip_open(zf_store *inner, const char *key, const char *name, zf_store **out,

@@ -27,6 +27,11 @@ test's pattern):
   cl-smaller/...      200, Content-Length 100, then all of VALUE (keep-alive)
   huge-cl/...         200, Content-Length 1 TiB, then VALUE and close
   endless-body/...    200 without Content-Length, the body for ever (connection close)
+  big-cl/N/...        200, Content-Length N, then N bytes of VALUE repeated (HEAD: the headers)
+  no-length/N/...     200 without Content-Length, N bytes of VALUE repeated, then close
+  _sent/MODE          "BYTES DONE": the bytes of the body that the latest big-cl or no-length
+                      request (MODE) handed to the kernel, and 1 once its sending ended (the body
+                      sent whole, or the client gone), else 0
   list-endless        an S3 ListObjectsV2 answer (list-type=2 in the query) with one common
                       prefix and a new continuation token, for ever; list-empty-pages the same
                       without the prefix
@@ -44,6 +49,7 @@ import time
 
 VALUE = bytes((i * 7 + 3) & 0xFF for i in range(4096))
 OTHER_LOG = []
+SENT = {}
 LOCK = threading.Lock()
 PORTS = {}
 
@@ -90,6 +96,24 @@ class Main(socketserver.StreamRequestHandler):
             head += "%s: %s\r\n" % (k, v)
         self.send(head.encode() + b"\r\n" + body)
 
+    def stream(self, mode, head, n):
+        """Send head, then n bytes of VALUE repeated, counting them in SENT[mode]."""
+        block = VALUE * 64  # 256 KiB
+        with LOCK:
+            SENT[mode] = [0, 0]
+        try:
+            self.send(head)
+            left = n
+            while left > 0:
+                piece = block if left >= len(block) else block[:left]
+                self.send(piece)
+                left -= len(piece)
+                with LOCK:
+                    SENT[mode][0] += len(piece)
+        finally:
+            with LOCK:
+                SENT[mode][1] = 1
+
     def redirect(self, code, location):
         self.answer("%d Redirect" % code, [("Location", location), ("Content-Length", "0")])
 
@@ -112,7 +136,8 @@ class Main(socketserver.StreamRequestHandler):
                  "headers-endless",
                  "header-huge", "drip-body", "drip-headers", "wrong-range", "range-longer",
                  "range-shorter", "cl-smaller", "huge-cl", "endless-body", "_other_log",
-                 "list-endless", "list-empty-pages", "echo-auth")
+                 "list-endless", "list-empty-pages", "echo-auth", "big-cl", "no-length",
+                 "_sent")
         i = next((k for k, s in enumerate(segs) if s in known), None)
         mode = segs[i] if i is not None else "missing"
         rest = "/".join(segs[i + 1:]) if i is not None else ""
@@ -131,6 +156,22 @@ class Main(socketserver.StreamRequestHandler):
             auth = hdr.get("authorization", "-").encode("latin-1")
             self.answer("200 OK", [("Content-Length", str(len(auth)))],
                         b"" if method == "HEAD" else auth)
+        elif mode == "_sent":
+            with LOCK:
+                sent = SENT.get(rest, [0, 1])
+            text = b"%d %d" % (sent[0], sent[1])
+            self.answer("200 OK", [("Content-Length", str(len(text)))], text)
+        elif mode in ("big-cl", "no-length"):
+            n = int(rest.split("/")[0])
+            if mode == "big-cl":
+                head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % n
+            else:
+                head = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
+            if method == "HEAD":
+                self.send(head)
+                return mode == "big-cl"
+            self.stream(mode, head, n)
+            return False
         elif mode == "_other_log":
             with LOCK:
                 log = b"".join(OTHER_LOG)

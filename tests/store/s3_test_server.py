@@ -19,7 +19,10 @@ UNSIGNED-PAYLOAD checked against the body, "Expect: 100-continue" refused for bo
 1 MiB, which clients have no reason to hold back), DELETE (204 whether or not it was there,
 empty parent folders removed). Keys with a segment "flaky" answer 503 SlowDown twice first
 (counted per method and key, GET and HEAD together), keys with a segment "broken" answer PUT and
-DELETE with 500 InternalError always.
+DELETE with 500 InternalError always. Keys with a segment "huge" need no file: GET and HEAD
+answer 200 with Content-Length 512 MiB + 1 (a metadata document just over zarrfs's bound), and a
+GET then sends that many bytes, until the client goes away; what it managed to hand to the kernel
+is written, once it stopped, to DIRECTORY/huge.sent.
 """
 import base64
 import datetime
@@ -173,6 +176,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.put_object(bdir, key, body)
         if self.command == "DELETE":
             return self.delete_object(bdir, key)
+        if "huge" in key.split("/"):
+            return self.huge()
         fpath = os.path.join(bdir, key)
         if key.endswith("/") or not os.path.isfile(fpath):
             return self.s3_error("NoSuchKey", 404, "The specified key does not exist.")
@@ -195,6 +200,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
             headers.append(("Content-Range", "bytes %d-%d/%d" % (first, last, size)))
             return self.send(206, data[first:last + 1], headers)
         return self.send(200, data, headers)
+
+    def huge(self):
+        size = (512 << 20) + 1
+        self.send_response(200)
+        self.send_header("Content-Length", str(size))
+        self.send_header("Content-Type", "binary/octet-stream")
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        block, sent = b" " * (256 << 10), 0
+        self.close_connection = True
+        try:
+            while sent < size:
+                piece = block[:size - sent]
+                self.wfile.write(piece)
+                sent += len(piece)
+        except OSError:
+            pass
+        finally:
+            with open(os.path.join(ROOT, "huge.sent.tmp"), "w") as f:
+                f.write(str(sent))
+            os.replace(os.path.join(ROOT, "huge.sent.tmp"), os.path.join(ROOT, "huge.sent"))
 
     def object_path(self, bdir, key):
         """The file of key, or None (with an error sent) for a key this server cannot store."""

@@ -1,6 +1,7 @@
 /* servers.c — test servers as children of the test that starts them. */
 #include <check.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -66,3 +67,11 @@ void test_server_stop(test_server *sv)
     kill(sv->pid, SIGTERM);
     waitpid(sv->pid, NULL, 0);
 }
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+void test_remove_tree(const char *path) { nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }

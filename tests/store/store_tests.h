@@ -36,4 +36,7 @@ bool test_server_start(test_server *sv, const char *const argv[], const char *po
                        bool quiet);
 void test_server_stop(test_server *sv);
 
+/* Remove path and everything below it (servers.c; symbolic links not followed). */
+void test_remove_tree(const char *path);
+
 #endif

@@ -4,8 +4,9 @@
  * the user and password or bearer token of -o credentials, nor those of .netrc),
  * redirects to other schemes and loops, endless and huge headers, answers dripping a byte at a
  * time, wrong Content-Range answers, bodies longer or shorter than they say, absurd
- * Content-Lengths, endless bodies. The rule: the right bytes or ZF_ERR_IO with a message, in
- * bounded time and memory. */
+ * Content-Lengths, endless bodies; metadata documents over their bound, announced or not
+ * (refused unread, or cut off at the bound). The rule: the right bytes or ZF_ERR_IO (or
+ * ZF_ERR_TOO_LARGE) with a message, in bounded time and memory. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,8 @@
 #include <unistd.h>
 
 #include "store_impl.h"
+#include "zarrfs/hierarchy.h"
+#include "zarrfs/json.h"
 #include "zarrfs/store.h"
 
 #include "store_tests.h"
@@ -67,16 +70,23 @@ static zf_status request(zf_http *h, const test_server *sv, const char *path, zf
     return zf_http_perform(h, NULL, &rq, r, err);
 }
 
-/* Expect ZF_ERR_IO with needle in the message. */
-static void expect_io(zf_http *h, const test_server *sv, const char *path, const char *needle)
+/* Expect status want with needle in the message. */
+static void expect_status(zf_http *h, const test_server *sv, const char *path, zf_status want,
+                          const char *needle)
 {
     zf_http_response r;
     zf_err err;
     zf_status st = request(h, sv, path, ZF_HTTP_GET, 0, 0, 0, &r, &err);
     if (st == ZF_OK)
         zf_http_response_free(&r);
-    ck_assert_msg(st == ZF_ERR_IO, "%s: %s (%s)", path, zf_status_str(st), err.msg);
+    ck_assert_msg(st == want, "%s: %s (%s)", path, zf_status_str(st), err.msg);
     ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, needle), "%s: %s", path, err.msg);
+}
+
+/* Expect ZF_ERR_IO with needle in the message. */
+static void expect_io(zf_http *h, const test_server *sv, const char *path, const char *needle)
+{
+    expect_status(h, sv, path, ZF_ERR_IO, needle);
 }
 
 /* What the other origin received so far (NUL-terminated, malloc'd). */
@@ -364,12 +374,154 @@ START_TEST(hostile_ranges_and_lengths)
     /* a Content-Length of 1 TiB: refused before anything is allocated; an endless body: cut at
      * the limit */
     double t0 = now();
-    expect_io(h, &sv, "huge-cl/k", "refusing a value larger than 4096 MiB");
+    expect_status(h, &sv, "huge-cl/k", ZF_ERR_TOO_LARGE,
+                  "refusing a value larger than 4096 MiB (1099511627776 bytes announced)");
     zf_status st = request(h, &sv, "endless-body/k", ZF_HTTP_GET, 0, 0, 1 << 20, &r, &err);
-    ck_assert_msg(st == ZF_ERR_IO && strstr(err.msg, "refusing a value larger than 1 MiB"), "%s",
-                  err.msg);
+    ck_assert_msg(st == ZF_ERR_TOO_LARGE &&
+                      strstr(err.msg, "refusing a value larger than 1 MiB (sent without a length"),
+                  "%s", err.msg);
     ck_assert_msg(now() - t0 < 10, "%.1f s", now() - t0);
     zf_http_destroy(h);
+    test_server_stop(&sv);
+}
+END_TEST
+
+/* What the server handed to the kernel of the body of its latest `mode` answer (big-cl,
+ * no-length), once it stopped sending: the body's end, or the client gone. */
+static uint64_t server_sent(const test_server *sv, const char *mode)
+{
+    zf_store_options o = {0};
+    zf_http *h = transport(&o, false);
+    char path[64];
+    snprintf(path, sizeof path, "_sent/%s", mode);
+    unsigned long long bytes = 0;
+    int done = 0;
+    for (double t0 = now(); !done && now() - t0 < 20;) {
+        zf_http_response r;
+        zf_err err;
+        ck_assert_int_eq(request(h, sv, path, ZF_HTTP_GET, 0, 0, 0, &r, &err), ZF_OK);
+        char text[64];
+        snprintf(text, sizeof text, "%.*s", (int)r.body.len, (const char *)r.body.data);
+        zf_http_response_free(&r);
+        ck_assert_int_eq(sscanf(text, "%llu %d", &bytes, &done), 2);
+        if (!done)
+            nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+    }
+    zf_http_destroy(h);
+    ck_assert_msg(done, "the server is still sending its %s body", mode);
+    return bytes;
+}
+
+/* What the kernel may hold of a body the client stopped reading (socket buffers on both sides,
+ * libcurl's 256 KiB buffer): a refused body gets no further than this. */
+#define IN_FLIGHT ((uint64_t)32 << 20)
+
+/* Expect zf_store_get_bounded(key, max) to refuse the value, with its key, the bound and what
+ * (the announced size, or "without a length") in the message. */
+static void expect_refused(zf_store *s, const char *key, uint64_t max, const char *what)
+{
+    zf_bytes b = {0};
+    zf_err err = {""};
+    double t0 = now();
+    zf_status st = zf_store_get_bounded(s, key, max, &b, &err);
+    ck_assert_msg(st == ZF_ERR_TOO_LARGE, "%s: %s (%s)", key, zf_status_str(st), err.msg);
+    char bound[64];
+    if (max % (1 << 20) == 0)
+        snprintf(bound, sizeof bound, "refusing a value larger than %llu MiB",
+                 (unsigned long long)(max >> 20));
+    else
+        snprintf(bound, sizeof bound, "refusing a value larger than %llu bytes",
+                 (unsigned long long)max);
+    ck_assert_msg(strstr(err.msg, key) && strstr(err.msg, bound) && strstr(err.msg, what),
+                  "%s: %s", key, err.msg);
+    ck_assert_ptr_null(b.data);
+    ck_assert_msg(now() - t0 < 5, "%s: %.1f s", key, now() - t0); /* not retried */
+}
+
+/* The whole value (n bytes of the server's VALUE repeated), read with bound max. */
+static void expect_whole(zf_store *s, const char *key, uint64_t max, size_t n)
+{
+    zf_bytes b = {0};
+    zf_err err = {""};
+    ck_assert_msg(zf_store_get_bounded(s, key, max, &b, &err) == ZF_OK, "%s: %s", key, err.msg);
+    ck_assert_uint_eq(b.len, n);
+    for (size_t i = 0; i < n; i += VALUE_LEN)
+        ck_assert_mem_eq(b.data + i, value, n - i < VALUE_LEN ? n - i : VALUE_LEN);
+    zf_bytes_free(&b);
+}
+
+/* Metadata documents over their bound (docs/security.md, "bounds before bytes"): one announced
+ * larger (Content-Length) is refused when its headers end, before its body is read, at the real
+ * bound (ZF_JSON_MAX_TEXT: announcing 512 MiB + 1 costs the server nothing) and at 1 MiB; one
+ * sent without a length is cut off at the bound. The server counts what it could send. */
+START_TEST(hostile_metadata_bounds)
+{
+    test_server sv;
+    if (!start(&sv))
+        return;
+    zf_store_options o = {.retries = 2, .timeout = 10};
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", sv.port);
+    zf_store *s;
+    zf_err err = {""};
+    ck_assert_msg(zf_store_open(url, &o, &s, &err) == ZF_OK, "%s", err.msg);
+    const uint64_t over = ZF_JSON_MAX_TEXT + 1;
+    const char *docs[] = {".zarray", "zarr.json", ".zmetadata"};
+    for (size_t i = 0; i < 3; i++) {
+        char key[96];
+        snprintf(key, sizeof key, "big-cl/%llu/g/%s", (unsigned long long)over, docs[i]);
+        expect_refused(s, key, ZF_JSON_MAX_TEXT, "(536870913 bytes announced)");
+        uint64_t sent = server_sent(&sv, "big-cl");
+        ck_assert_msg(sent < IN_FLIGHT, "%s: the server sent %llu bytes", key,
+                      (unsigned long long)sent);
+    }
+    /* at a bound of 1 MiB: one byte over is refused, the bound itself read whole */
+    const uint64_t mib = 1 << 20;
+    expect_refused(s, "big-cl/1048577/.zarray", mib, "(1048577 bytes announced)");
+    ck_assert_uint_lt(server_sent(&sv, "big-cl"), IN_FLIGHT);
+    expect_whole(s, "big-cl/1048576/.zarray", mib, mib);
+    /* without a length: cut off at the bound (1 TiB would come otherwise) */
+    expect_refused(s, "no-length/1099511627776/.zmetadata", mib,
+                   "(sent without a length: cut off there)");
+    ck_assert_uint_lt(server_sent(&sv, "no-length"), mib + IN_FLIGHT);
+    expect_refused(s, "no-length/1048577/zarr.json", mib, "cut off there");
+    expect_whole(s, "no-length/1048576/zarr.json", mib, mib);
+    /* a bound of 0 is the store's own (4 GiB): a small value passes */
+    expect_whole(s, "no-length/5000/zarr.json", 0, 5000);
+    zf_store_close(s);
+
+    /* through the disk cache: the same refusal, nothing kept */
+    ck_assert_msg(zf_store_open(url, &o, &s, &err) == ZF_OK, "%s", err.msg);
+    char cache[] = "/tmp/zf-hostile-dc-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(cache));
+    zf_disk_cache_options dco = {.dir = cache, .ttl = 60};
+    zf_store *dc;
+    ck_assert_msg(zf_store_disk_cache_open(s, &dco, &dc, &err) == ZF_OK, "%s", err.msg);
+    for (int pass = 0; pass < 2; pass++) {
+        expect_refused(dc, "big-cl/536870913/.zattrs", ZF_JSON_MAX_TEXT,
+                       "(536870913 bytes announced)");
+        ck_assert_uint_lt(server_sent(&sv, "big-cl"), IN_FLIGHT);
+    }
+    expect_refused(dc, "no-length/1048577/.zattrs", mib, "cut off there");
+    zf_store_close(dc);
+    test_remove_tree(cache);
+
+    /* a hierarchy whose .zmetadata announces 512 MiB + 1 (every key does): the mount is refused
+     * on the announced size, not after reading 512 MiB */
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/big-cl/536870913", sv.port);
+    ck_assert_msg(zf_store_open(url, &o, &s, &err) == ZF_OK, "%s", err.msg);
+    zf_hierarchy_options ho = {.cache_size = 8 << 20, .threads = 1, .io_threads = 1};
+    zf_hierarchy *hy = NULL;
+    double t0 = now();
+    zf_status st = zf_hierarchy_open(s, url, &ho, &hy, &err); /* takes s */
+    uint64_t sent = server_sent(&sv, "big-cl");
+    ck_assert_msg(sent < IN_FLIGHT, "the server sent %llu bytes of .zmetadata",
+                  (unsigned long long)sent);
+    ck_assert_msg(st == ZF_ERR_INVALID, "%s (%s)", zf_status_str(st), err.msg);
+    ck_assert_msg(strstr(err.msg, ".zmetadata: JSON document larger than 512 MiB "
+                                  "(536870913 bytes announced)"),
+                  "%s", err.msg);
+    ck_assert_msg(now() - t0 < 10, "%.1f s", now() - t0);
     test_server_stop(&sv);
 }
 END_TEST
@@ -418,5 +570,6 @@ TCase *store_hostile_http_tcase(void)
     tcase_add_test(tc, hostile_slow_drip);
     tcase_add_test(tc, hostile_ranges_and_lengths);
     tcase_add_test(tc, hostile_endless_listing);
+    tcase_add_test(tc, hostile_metadata_bounds);
     return tc;
 }

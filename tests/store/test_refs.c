@@ -326,6 +326,53 @@ START_TEST(refs_errors_at_read)
 }
 END_TEST
 
+/* References announcing a metadata document over the bound its reader gives
+ * (zf_store_get_bounded): [url, offset, length] by its length, [url] by the target's size, an
+ * inline value by its own; refused without reading the target (a sparse 600 MiB file). */
+START_TEST(refs_length_bound)
+{
+    make_dir();
+    char path[256];
+    snprintf(path, sizeof path, "%s/big.bin", dir);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(ftruncate(fileno(f), 600 << 20), 0);
+    fclose(f);
+    const char *text = "{\"version\": 1, \"refs\": {\".zgroup\": \"{\\\"zarr_format\\\": 2}\","
+                       " \"a/.zarray\": [\"big.bin\", 0, 629145600],"
+                       " \"a/.zattrs\": [\"big.bin\"], \"a/0\": [\"big.bin\", 100, 10]}}";
+    zf_err err = {""};
+    zf_store *s;
+    ck_assert_msg(open_text(text, &s, &err) == ZF_OK, "%s", err.msg);
+    zf_store_stats before, after;
+    zf_store_get_stats(s, &before);
+    zf_bytes b = {0};
+    ck_assert_int_eq(zf_store_get_bounded(s, "a/.zarray", 512u << 20, &b, &err),
+                     ZF_ERR_TOO_LARGE);
+    ck_assert_msg(strstr(err.msg, "a/.zarray: refusing a value larger than 512 MiB (629145600 "
+                                  "bytes in the reference)"),
+                  "%s", err.msg);
+    ck_assert_int_eq(zf_store_get_bounded(s, "a/.zattrs", 512u << 20, &b, &err),
+                     ZF_ERR_TOO_LARGE);
+    ck_assert_msg(strstr(err.msg, "a/.zattrs: target ") &&
+                      strstr(err.msg, "refusing a value larger than 512 MiB (629145600 bytes in "
+                                      "the file)"),
+                  "%s", err.msg);
+    ck_assert_int_eq(zf_store_get_bounded(s, ".zgroup", 17, &b, &err), ZF_ERR_TOO_LARGE);
+    ck_assert_msg(strstr(err.msg, "(18 bytes inline)"), "%s", err.msg);
+    zf_store_get_stats(s, &after);
+    ck_assert_uint_eq(after.bytes, before.bytes); /* nothing read from the target */
+    ck_assert_int_eq(zf_store_get_bounded(s, ".zgroup", 18, &b, &err), ZF_OK);
+    ck_assert_uint_eq(b.len, 18);
+    zf_bytes_free(&b);
+    ck_assert_int_eq(zf_store_get_bounded(s, "a/0", 10, &b, &err), ZF_OK); /* within */
+    ck_assert_uint_eq(b.len, 10);
+    zf_bytes_free(&b);
+    zf_store_close(s);
+    test_remove_tree(dir);
+}
+END_TEST
+
 START_TEST(refs_dispatch)
 {
     make_dir();
@@ -371,5 +418,6 @@ TCase *store_refs_tcase(void)
     tcase_add_test(tc, refs_errors_at_read);
     tcase_add_test(tc, refs_remote_names_no_local_file);
     tcase_add_test(tc, refs_dispatch);
+    tcase_add_test(tc, refs_length_bound);
     return tc;
 }

@@ -389,8 +389,9 @@ START_TEST(http_body_cap)
         snprintf(url, sizeof url, "http://127.0.0.1:%d%s", sv.port, paths[i]);
         zf_http_request rq = {.url = url, .what = "k", .kind = ZF_HTTP_GET, .max_body = 1000};
         zf_http_response r;
-        ck_assert_int_eq(zf_http_perform(h, NULL, &rq, &r, &err), ZF_ERR_IO);
-        ck_assert_msg(strstr(err.msg, "k: refusing a value larger than"), "%s", err.msg);
+        ck_assert_int_eq(zf_http_perform(h, NULL, &rq, &r, &err), ZF_ERR_TOO_LARGE);
+        ck_assert_msg(strstr(err.msg, "k: refusing a value larger than 1000 bytes ("), "%s",
+                      err.msg);
         ck_assert_ptr_null(r.body.data);
         rq.max_body = CHUNK; /* exactly the limit is fine */
         ck_assert_int_eq(zf_http_perform(h, NULL, &rq, &r, &err), ZF_OK);
@@ -398,6 +399,25 @@ START_TEST(http_body_cap)
         zf_http_response_free(&r);
     }
     zf_http_destroy(h);
+    /* the same through the store (zf_store_get_bounded): by Content-Length, and for the chunked
+     * body (no length) once it passes the bound */
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", sv.port);
+    zf_store *s;
+    ck_assert_msg(zf_store_open(url, &o, &s, &err) == ZF_OK, "%s", err.msg);
+    const char *keys[] = {"data.zarr/a/0.0", "chunked/chunk"};
+    const char *why[] = {"(4096 bytes announced)", "(sent without a length: cut off there)"};
+    for (size_t i = 0; i < 2; i++) {
+        zf_bytes b = {0};
+        ck_assert_int_eq(zf_store_get_bounded(s, keys[i], CHUNK - 1, &b, &err),
+                         ZF_ERR_TOO_LARGE);
+        ck_assert_msg(strstr(err.msg, keys[i]) && strstr(err.msg, "larger than 4095 bytes") &&
+                          strstr(err.msg, why[i]),
+                      "%s", err.msg);
+        ck_assert_int_eq(zf_store_get_bounded(s, keys[i], CHUNK, &b, &err), ZF_OK);
+        ck_assert_uint_eq(b.len, CHUNK);
+        zf_bytes_free(&b);
+    }
+    zf_store_close(s);
     stop_server(&sv);
     remove_tree();
 }

@@ -9,9 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store_impl.h"
+#include "zarrfs/hierarchy.h"
+#include "zarrfs/json.h"
 #include "zarrfs/store.h"
 
 #include "store_tests.h"
@@ -509,6 +512,73 @@ START_TEST(s3_conditional_writes)
 }
 END_TEST
 
+/* The bytes the server handed to the kernel of its latest "huge" body, once it stopped sending
+ * (huge.sent, written by s3_test_server.py), and removes the file. */
+static uint64_t huge_sent(void)
+{
+    size_t n = 0;
+    uint8_t *text = NULL;
+    for (int i = 0; i < 1000 && !(text = server_file("huge.sent", &n)); i++)
+        nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+    ck_assert_msg(text, "the server is still sending");
+    char num[32];
+    snprintf(num, sizeof num, "%.*s", (int)n, (const char *)text);
+    free(text);
+    char path[512];
+    snprintf(path, sizeof path, "%s/huge.sent", root);
+    unlink(path);
+    return strtoull(num, NULL, 10);
+}
+
+/* An object whose Content-Length is over the bound of a metadata document (512 MiB + 1): refused
+ * when the headers end, before its body is read (docs/security.md, "bounds before bytes"); so is
+ * the mount of a hierarchy whose .zmetadata is one. */
+START_TEST(s3_metadata_bound)
+{
+    setup_env();
+    test_server sv;
+    if (!start(&sv, NULL))
+        return;
+    zf_store *s;
+    zf_err err = {""};
+    zf_store_options o = {.retries = 2};
+    ck_assert_msg(open_s3(&sv, "s3://zbucket/data.zarr", &o, &s, &err) == ZF_OK, "%s", err.msg);
+    zf_bytes b = {0};
+    const char *keys[] = {"huge/.zarray", "huge/zarr.json"};
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_int_eq(zf_store_get_bounded(s, keys[i], ZF_JSON_MAX_TEXT, &b, &err),
+                         ZF_ERR_TOO_LARGE);
+        ck_assert_msg(strstr(err.msg, keys[i]) &&
+                          strstr(err.msg, "refusing a value larger than 512 MiB (536870913 bytes "
+                                          "announced)"),
+                      "%s", err.msg);
+        uint64_t sent = huge_sent();
+        ck_assert_msg(sent < (32u << 20), "%s: the server sent %llu bytes", keys[i],
+                      (unsigned long long)sent);
+    }
+    expect_get(s, "a/0.0", pattern, CHUNK); /* the store goes on */
+    zf_store_stats st;
+    zf_store_get_stats(s, &st);
+    ck_assert_uint_eq(st.retries, 0); /* refused, not retried */
+    zf_store_close(s);
+
+    ck_assert_msg(open_s3(&sv, "s3://zbucket/data.zarr/huge", &o, &s, &err) == ZF_OK, "%s",
+                  err.msg);
+    zf_hierarchy_options ho = {.cache_size = 8 << 20, .threads = 1, .io_threads = 1};
+    zf_hierarchy *h = NULL;
+    zf_status rc = zf_hierarchy_open(s, "s3://zbucket/data.zarr/huge", &ho, &h, &err);
+    uint64_t sent = huge_sent();
+    ck_assert_msg(sent < (32u << 20), ".zmetadata: the server sent %llu bytes",
+                  (unsigned long long)sent);
+    ck_assert_msg(rc == ZF_ERR_INVALID && strstr(err.msg, ".zmetadata: JSON document larger "
+                                                          "than 512 MiB (536870913 bytes "
+                                                          "announced)"),
+                  "%s: %s", zf_status_str(rc), err.msg);
+    test_server_stop(&sv);
+    cleanup();
+}
+END_TEST
+
 TCase *store_s3_tcase(void)
 {
     TCase *tc = tcase_create("s3");
@@ -517,5 +587,6 @@ TCase *store_s3_tcase(void)
     tcase_add_test(tc, s3_writes);
     tcase_add_test(tc, s3_write_errors);
     tcase_add_test(tc, s3_conditional_writes);
+    tcase_add_test(tc, s3_metadata_bound);
     return tc;
 }

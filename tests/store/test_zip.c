@@ -243,6 +243,72 @@ START_TEST(zip_corrupt_entry)
 }
 END_TEST
 
+/* Make entry `name` of archive file `zname` say it decompresses to `size` bytes (< 4 GiB), in
+ * its local header and in the central directory. */
+static void announce_size(const char *zname, const char *name, uint32_t size)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, zname);
+    FILE *f = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(f);
+    static uint8_t buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf, f), nl = strlen(name), patched = 0;
+    for (size_t i = 0; i + 46 + nl <= n; i++) {
+        size_t at; /* offset of the uncompressed size */
+        if (memcmp(buf + i, "PK\3\4", 4) == 0 && buf[i + 26] == nl && buf[i + 27] == 0 &&
+            memcmp(buf + i + 30, name, nl) == 0)
+            at = i + 22;
+        else if (memcmp(buf + i, "PK\1\2", 4) == 0 && buf[i + 28] == nl && buf[i + 29] == 0 &&
+                 memcmp(buf + i + 46, name, nl) == 0)
+            at = i + 24;
+        else
+            continue;
+        for (int k = 0; k < 4; k++)
+            buf[at + (size_t)k] = (uint8_t)(size >> (8 * k));
+        patched++;
+    }
+    ck_assert_uint_eq(patched, 2);
+    ck_assert_int_eq(fseek(f, 0, SEEK_SET), 0);
+    ck_assert_uint_eq(fwrite(buf, 1, n, f), n);
+    fclose(f);
+}
+
+/* A metadata document whose entry announces 3.75 GiB: refused by the bound the reader gives
+ * (zf_store_get_bounded) on the size in the central directory, no byte of it read; the other
+ * entries read as before. */
+START_TEST(zip_announced_size_bound)
+{
+    make_dir();
+    const entry e[] = {{".zgroup", "{\"zarr_format\": 2}", 18, false},
+                       {"a/.zarray", "{}", 2, false},
+                       {NULL, NULL, 0, false}};
+    make_zip("h.zip", e);
+    announce_size("h.zip", "a/.zarray", 0xF0000000u);
+    zf_err err = {""};
+    zf_store *s = open_zip("h.zip", ZF_OK, &err);
+    uint64_t size;
+    ck_assert_int_eq(zf_store_stat(s, "a/.zarray", &size, NULL, &err), ZF_OK);
+    ck_assert_uint_eq(size, 0xF0000000u);
+    zf_store_stats before, after;
+    zf_store_get_stats(s, &before);
+    zf_bytes b = {0};
+    ck_assert_int_eq(zf_store_get_bounded(s, "a/.zarray", 512u << 20, &b, &err),
+                     ZF_ERR_TOO_LARGE);
+    ck_assert_msg(strstr(err.msg, "a/.zarray: refusing a value larger than 512 MiB (4026531840 "
+                                  "bytes in the archive's directory)"),
+                  "%s", err.msg);
+    ck_assert_ptr_null(b.data);
+    zf_store_get_stats(s, &after);
+    ck_assert_uint_eq(after.bytes, before.bytes); /* not a byte of the archive read */
+    ck_assert_int_eq(zf_store_get_bounded(s, ".zgroup", 18, &b, &err), ZF_OK);
+    ck_assert_uint_eq(b.len, 18);
+    zf_bytes_free(&b);
+    ck_assert_int_eq(zf_store_get_bounded(s, ".zgroup", 17, &b, &err), ZF_ERR_TOO_LARGE);
+    zf_store_close(s);
+    test_remove_tree(dir);
+}
+END_TEST
+
 START_TEST(zip_refused)
 {
     make_dir();
@@ -305,5 +371,6 @@ TCase *store_zip_tcase(void)
     tcase_add_test(tc, zip_corrupt_entry);
     tcase_add_test(tc, zip_refused);
     tcase_add_test(tc, zip_reads_little_of_the_archive);
+    tcase_add_test(tc, zip_announced_size_bound);
     return tc;
 }
