@@ -22,9 +22,11 @@ typedef struct zf_cache zf_cache;
 typedef struct zf_cache_entry zf_cache_entry;
 
 /* Load one chunk: on ZF_OK set *data (malloc'd, owned by the cache afterwards) and *size bytes;
- * ZF_ERR_NOT_FOUND caches an absent chunk; any other status fails the get. */
+ * ZF_ERR_NOT_FOUND caches an absent chunk; any other status fails the get. With either the
+ * loader may set *record (malloc'd; NULL before the call): the owner's record of the entry
+ * (zf_cache_entry_written; e.g. the stored version the data came from). */
 typedef zf_status (*zf_cache_load_fn)(void *ctx, uint64_t chunk, void **data, size_t *size,
-                                      zf_err *err);
+                                      void **record, zf_err *err);
 
 typedef struct zf_cache_stats {
     uint64_t hits, misses, evictions, loads_failed;
@@ -83,9 +85,10 @@ void zf_cache_entry_set_data(zf_cache *c, zf_cache_entry *e, void *data, size_t 
  * until the entry is clean: flush before the owner goes away). */
 void zf_cache_mark_dirty(zf_cache *c, zf_cache_entry *e, const zf_cache_owner *owner);
 bool zf_cache_entry_is_dirty(const zf_cache_entry *e); /* entry locked */
-/* The owner's record of what was written into a pinned, locked entry since it was last stored
- * (NULL: none), and setting it (malloc'd; the cache frees the one it replaces, and frees it
- * when the entry is marked clean or freed). */
+/* The owner's record of a pinned, locked entry — where its data came from, what was written
+ * into it since it was last stored — (NULL: none; set by the loader or here), and setting it
+ * (malloc'd; the cache frees the one it replaces, and frees it when the entry is marked clean
+ * or freed). */
 void *zf_cache_entry_written(zf_cache_entry *e);
 void zf_cache_entry_set_written(zf_cache_entry *e, void *written);
 /* The locked entry's data is stored: drop its dirty mark (and its record of what was written). */

@@ -243,7 +243,8 @@ static void coords_text(const uint64_t *c, unsigned n, char *buf, size_t size)
     }
 }
 
-static zf_status load_index(void *ctx, uint64_t shard, void **data, size_t *size, zf_err *err);
+static zf_status load_index(void *ctx, uint64_t shard, void **data, size_t *size, void **record,
+                            zf_err *err);
 
 /* The (offset, nbytes) of the inner chunk at coordinates cc (in level l's inner grid, i.e. the
  * grid of level l + 1 or of the cached chunks) inside the shard of level l that holds it.
@@ -274,8 +275,10 @@ static zf_status locate_inner(shard_level *l, const uint64_t *cc, uint64_t *off,
 
 /* Cache loader of one level's shard index: its (offset, nbytes) pairs with offsets from the start
  * of the stored object (a nested shard's offsets are relative to itself in the store). */
-static zf_status load_index(void *ctx, uint64_t shard, void **data, size_t *size, zf_err *err)
+static zf_status load_index(void *ctx, uint64_t shard, void **data, size_t *size, void **record,
+                            zf_err *err)
 {
+    (void)record;
     shard_level *l = ctx;
     zf_array *a = l->a;
     uint64_t sc[ZF_MAX_DIMS];
@@ -345,7 +348,8 @@ zf_status zf_array_read_stored_chunk(zf_array *a, const char *key, void **data, 
     return decode_chunk(a, what, &raw, data, size, err);
 }
 
-zf_status zf_array_load_chunk(void *ctx, uint64_t chunk, void **data, size_t *size, zf_err *err)
+zf_status zf_array_load_chunk(void *ctx, uint64_t chunk, void **data, size_t *size,
+                              void **record, zf_err *err)
 {
     zf_array *a = ctx;
     uint64_t cc[ZF_MAX_DIMS];
@@ -354,8 +358,21 @@ zf_status zf_array_load_chunk(void *ctx, uint64_t chunk, void **data, size_t *si
     zf_status st = zf_array_stored_key(a, &a->grid, cc, key, sizeof key, err);
     if (st != ZF_OK)
         return st;
-    if (a->nlevels == 0)
+    if (a->nlevels == 0 && !a->writable)
         return zf_array_read_stored_chunk(a, key, data, size, NULL, err);
+    if (a->nlevels == 0) { /* remember the version, to store over it only (array_write.c) */
+        zf_chunk_record *r = calloc(1, sizeof *r);
+        if (!r)
+            return ZF_ERR_NOMEM;
+        st = zf_array_read_stored_chunk(a, key, data, size, &r->stored, err);
+        r->stored_known = st == ZF_OK || st == ZF_ERR_NOT_FOUND;
+        r->stored_absent = st == ZF_ERR_NOT_FOUND;
+        if (r->stored_known)
+            *record = r;
+        else
+            free(r);
+        return st;
+    }
     zf_bytes raw;
     zf_err serr = {""};
     uint64_t off, n;

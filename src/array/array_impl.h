@@ -55,9 +55,24 @@ struct zf_array {
     zf_cache_owner owner;          /* writeback of this array's dirty chunks */
 };
 
-/* Cache loader of one chunk of the flat view (ctx: the zf_array). */
+/* The cache record (zf_cache_entry_written) of a chunk of a writable array: which version of
+ * the store its cached copy came from, and which elements were written into it since it was
+ * last stored (array_write.c, "what a write changed"). */
+typedef struct zf_chunk_record {
+    bool stored_known;       /* the cached copy is the store's version `stored`, or, when
+                                stored_absent, the store had no such chunk */
+    bool stored_absent;
+    zf_store_version stored;
+    bool whole;              /* every element written */
+    bool has_bits;           /* bits[] is there */
+    uint64_t nset, ninside;  /* bits set; elements of the chunk inside the array */
+    uint64_t bits[];         /* one per element of the chunk, C order */
+} zf_chunk_record;
+
+/* Cache loader of one chunk of the flat view (ctx: the zf_array); for a writable array's plain
+ * chunks it also records the version read (*record: a zf_chunk_record). */
 zf_status zf_array_load_chunk(void *ctx, uint64_t chunk, void **data, size_t *size,
-                              zf_err *err);
+                              void **record, zf_err *err);
 /* The chunk stored at key (not sharded: a whole chunk) decoded into a new buffer (*data,
  * *size = chunk_nbytes bytes), with the version read in *ver unless ver is NULL. Errors:
  * ZF_ERR_NOT_FOUND (no such chunk), ZF_ERR_IO (the store failed), ZF_ERR_CORRUPT (it does not

@@ -67,20 +67,15 @@ static bool is_fill(const zf_array *a, const uint8_t *buf, size_t n)
 }
 
 /* ----- what a write changed -----
- * A dirty chunk remembers which of its elements were written through the mount since it was
- * last stored: every one (whole), or those whose bit is set. A chunk written whole replaces what
- * the store holds (the last writer's whole chunk wins). A chunk written in part is merged into
- * the chunk as the store holds it when it is stored, and stored only if the store still holds
- * that version (else read and merged again): the elements zarrfs did not write, which its cached
- * copy may hold stale (another program rewrote the chunk since zarrfs read it), are never stored
+ * A dirty chunk's record (zf_chunk_record) says which of its elements were written through the
+ * mount since it was last stored: every one (whole), or those whose bit is set. A chunk written
+ * whole replaces what the store holds (the last writer's whole chunk wins). A chunk written in
+ * part is stored only over the version its cached copy was read from (a conditional write);
+ * when the store holds another version by then (another program rewrote the chunk), or that
+ * version is not known (the chunk was stored since), the written elements are merged into the
+ * chunk as the store holds it now and stored over that version (else read and merged again):
+ * the elements zarrfs did not write, which its cached copy may hold stale, are never stored
  * from the cache. Elements, not bytes: writing part of an element counts as writing it. */
-
-typedef struct written {
-    bool whole;
-    uint64_t nset;    /* bits set */
-    uint64_t ninside; /* elements of the chunk inside the array (the rest lie past its edge) */
-    uint64_t bits[];  /* one per element of the chunk, C order (none when created whole) */
-} written;
 
 /* Elements of chunk `chunk` inside the array. */
 static uint64_t elems_inside(const zf_array *a, uint64_t chunk)
@@ -118,31 +113,30 @@ static bool bit_set(const uint64_t *bits, uint64_t i) { return bits[i / 64] >> (
 static zf_status note_written(zf_array *a, zf_cache_entry *e, uint64_t chunk, uint64_t first,
                               uint64_t count, bool covered)
 {
-    written *w = zf_cache_entry_written(e);
+    zf_chunk_record *w = zf_cache_entry_written(e);
     if (w && w->whole)
         return ZF_OK;
-    if (covered) {
-        if (!(w = calloc(1, sizeof *w)))
+    if (!w || (!covered && !w->has_bits)) { /* a new record, keeping what the old one knew */
+        uint64_t words = covered ? 0 : (a->chunk_nbytes / a->itemsize + 63) / 64;
+        zf_chunk_record *nw = calloc(1, sizeof *nw + words * sizeof(uint64_t));
+        if (!nw)
             return ZF_ERR_NOMEM;
-        w->whole = true;
-        zf_cache_entry_set_written(e, w);
-        return ZF_OK;
+        if (w)
+            *nw = *w;
+        nw->has_bits = !covered;
+        nw->ninside = elems_inside(a, chunk);
+        zf_cache_entry_set_written(e, nw);
+        w = nw;
     }
-    if (!w) {
-        uint64_t words = (a->chunk_nbytes / a->itemsize + 63) / 64;
-        if (!(w = calloc(1, sizeof *w + words * sizeof(uint64_t))))
-            return ZF_ERR_NOMEM;
-        w->ninside = elems_inside(a, chunk);
-        zf_cache_entry_set_written(e, w);
-    }
-    w->nset += set_bits(w->bits, first, count);
-    w->whole = w->nset == w->ninside;
+    if (!covered)
+        w->nset += set_bits(w->bits, first, count);
+    w->whole = covered || w->nset == w->ninside;
     return ZF_OK;
 }
 
 /* In data (a chunk written in part as w says), every element not written becomes the one of
  * base (the chunk as stored, decoded), or the fill value where the store has none (base NULL). */
-static void merge_unwritten(const zf_array *a, const written *w, uint8_t *data,
+static void merge_unwritten(const zf_array *a, const zf_chunk_record *w, uint8_t *data,
                             const uint8_t *base)
 {
     size_t isz = a->itemsize;
@@ -215,11 +209,11 @@ static void gather_chunk(const zf_array *a, uint64_t chunk, const write_ctx *w, 
 }
 
 static zf_status load_for_write(void *ctx, uint64_t chunk, void **data, size_t *size,
-                                zf_err *err)
+                                void **record, zf_err *err)
 {
     load_ctx *l = ctx;
     if (!l->covered)
-        return zf_array_load_chunk(l->a, chunk, data, size, err);
+        return zf_array_load_chunk(l->a, chunk, data, size, record, err);
     /* Built whole before the cache shows it: readers never see part fill, part written. */
     uint8_t *p = fill_chunk(l->a);
     if (!p)
@@ -383,8 +377,8 @@ static zf_status store_chunk(zf_array *a, const char *key, const uint8_t *data, 
 
 /* Store the chunk of entry e (locked), written in part as w says: merged into the chunk as the
  * store holds it now, stored only if that is still what the store holds (else again). */
-static zf_status store_merged(zf_array *a, const char *key, zf_cache_entry *e, const written *w,
-                              zf_err *err)
+static zf_status store_merged(zf_array *a, const char *key, zf_cache_entry *e,
+                              const zf_chunk_record *w, zf_err *err)
 {
     uint8_t *data = zf_cache_entry_wdata(e);
     for (unsigned attempt = 0;; attempt++) {
@@ -422,11 +416,21 @@ static zf_status writeback(void *ctx, zf_cache_entry *e, zf_err *err)
         char key[4096];
         zf_grid_chunk_coords(&a->grid, zf_cache_entry_chunk(e), cc);
         st = zf_array_stored_key(a, &a->grid, cc, key, sizeof key, err);
-        const written *w = zf_cache_entry_written(e);
-        if (st == ZF_OK && w && !w->whole)
-            st = store_merged(a, key, e, w, err);
-        else if (st == ZF_OK)
+        const zf_chunk_record *w = zf_cache_entry_written(e);
+        bool whole = !w || w->whole;
+        if (st == ZF_OK && !whole && w->stored_known) { /* over the version read, if still there */
+            st = store_chunk(a, key, zf_cache_entry_wdata(e), true,
+                             w->stored_absent ? NULL : &w->stored, err);
+            if (st == ZF_ERR_CONFLICT) {
+                zf_array_count_chunk_conflict();
+                if (err)
+                    err->msg[0] = '\0';
+            }
+        }
+        if (st == ZF_OK && whole)
             st = store_chunk(a, key, zf_cache_entry_wdata(e), false, NULL, err);
+        else if ((st == ZF_OK && !w->stored_known) || st == ZF_ERR_CONFLICT)
+            st = store_merged(a, key, e, w, err);
         if (st == ZF_OK)
             zf_cache_mark_clean(a->cache, e);
     }
@@ -441,7 +445,7 @@ static zf_status merge_inner(zf_array *a, const char *key, zf_cache_entry *e,
                              const zf_bytes *old, const uint64_t *old_index, size_t i,
                              zf_err *err)
 {
-    const written *w = zf_cache_entry_written(e);
+    const zf_chunk_record *w = zf_cache_entry_written(e);
     if (!w || w->whole)
         return ZF_OK;
     uint8_t *base = NULL;
@@ -515,7 +519,7 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
         held[i] = ie;
         chunks[i] = zf_cache_entry_wdata(ie);
         ndirty++;
-        const written *w = zf_cache_entry_written(ie);
+        const zf_chunk_record *w = zf_cache_entry_written(ie);
         nmerge += w && !w->whole;
     }
 

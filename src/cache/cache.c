@@ -232,20 +232,22 @@ zf_status zf_cache_get(zf_cache *c, uint64_t array_id, uint64_t chunk, zf_cache_
         grow(c);
     pthread_mutex_unlock(&c->mu);
 
-    void *data = NULL;
+    void *data = NULL, *record = NULL;
     size_t size = 0;
     zf_err lerr = {""};
-    zf_status st = load(ctx, chunk, &data, &size, &lerr);
+    zf_status st = load(ctx, chunk, &data, &size, &record, &lerr);
 
     pthread_mutex_lock(&c->mu);
     if (st == ZF_OK || st == ZF_ERR_NOT_FOUND) {
         e->data = st == ZF_OK ? data : NULL;
         e->size = st == ZF_OK ? size : 0;
+        e->written = record;
         e->state = READY;
         c->bytes += cost(e);
         st = ZF_OK;
     } else {
         free(data);
+        free(record);
         e->state = FAILED;
         e->status = st;
         e->msg = strdup(lerr.msg[0] ? lerr.msg : zf_status_str(st));

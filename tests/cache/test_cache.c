@@ -12,8 +12,10 @@
 
 static _Atomic int loads;
 
-static zf_status load_ok(void *ctx, uint64_t chunk, void **data, size_t *size, zf_err *err)
+static zf_status load_ok(void *ctx, uint64_t chunk, void **data, size_t *size,
+                         void **record, zf_err *err)
 {
+    (void)record;
     (void)ctx, (void)err;
     loads++;
     *size = 100;
@@ -22,15 +24,19 @@ static zf_status load_ok(void *ctx, uint64_t chunk, void **data, size_t *size, z
     return ZF_OK;
 }
 
-static zf_status load_absent(void *ctx, uint64_t chunk, void **data, size_t *size, zf_err *err)
+static zf_status load_absent(void *ctx, uint64_t chunk, void **data, size_t *size,
+                             void **record, zf_err *err)
 {
+    (void)record;
     (void)ctx, (void)chunk, (void)data, (void)size, (void)err;
     loads++;
     return ZF_ERR_NOT_FOUND;
 }
 
-static zf_status load_fail(void *ctx, uint64_t chunk, void **data, size_t *size, zf_err *err)
+static zf_status load_fail(void *ctx, uint64_t chunk, void **data, size_t *size,
+                           void **record, zf_err *err)
 {
+    (void)record;
     (void)ctx, (void)chunk, (void)data, (void)size;
     loads++;
     return zf_fail(err, ZF_ERR_CORRUPT, "bad chunk");
@@ -88,10 +94,11 @@ START_TEST(absent_and_failed)
 }
 END_TEST
 
-static zf_status load_slow(void *ctx, uint64_t chunk, void **data, size_t *size, zf_err *err)
+static zf_status load_slow(void *ctx, uint64_t chunk, void **data, size_t *size,
+                           void **record, zf_err *err)
 {
     usleep(50000);
-    return (chunk & 1 ? load_fail : load_ok)(ctx, chunk, data, size, err);
+    return (chunk & 1 ? load_fail : load_ok)(ctx, chunk, data, size, record, err);
 }
 
 typedef struct worker_arg {

@@ -17,8 +17,10 @@
 
 static _Atomic int loads;
 
-static zf_status load_ok(void *ctx, uint64_t chunk, void **data, size_t *size, zf_err *err)
+static zf_status load_ok(void *ctx, uint64_t chunk, void **data, size_t *size,
+                         void **record, zf_err *err)
 {
+    (void)record;
     (void)ctx, (void)err;
     loads++;
     *size = CHUNK;
@@ -27,8 +29,10 @@ static zf_status load_ok(void *ctx, uint64_t chunk, void **data, size_t *size, z
     return ZF_OK;
 }
 
-static zf_status load_absent(void *ctx, uint64_t chunk, void **data, size_t *size, zf_err *err)
+static zf_status load_absent(void *ctx, uint64_t chunk, void **data, size_t *size,
+                             void **record, zf_err *err)
 {
+    (void)record;
     (void)ctx, (void)chunk, (void)data, (void)size, (void)err;
     loads++;
     return ZF_ERR_NOT_FOUND;
@@ -417,7 +421,8 @@ static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
 static int gate_open, gate_entered;
 
-static zf_status load_gated(void *ctx, uint64_t chunk, void **data, size_t *size, zf_err *err)
+static zf_status load_gated(void *ctx, uint64_t chunk, void **data, size_t *size,
+                            void **record, zf_err *err)
 {
     pthread_mutex_lock(&gate_mu);
     gate_entered = 1;
@@ -425,7 +430,7 @@ static zf_status load_gated(void *ctx, uint64_t chunk, void **data, size_t *size
     while (!gate_open)
         pthread_cond_wait(&gate_cv, &gate_mu);
     pthread_mutex_unlock(&gate_mu);
-    return load_ok(ctx, chunk, data, size, err);
+    return load_ok(ctx, chunk, data, size, record, err);
 }
 
 static void *gated_getter(void *p)
