@@ -612,6 +612,19 @@ def _s3_error(code, message, status):
     return status, body
 
 
+class _Answer:
+    """An upstream answer the proxy makes itself (http.client.HTTPResponse's part it reads)."""
+
+    def __init__(self, status, headers):
+        self.status, self._headers = status, headers
+
+    def getheaders(self):
+        return list(self._headers)
+
+    def getheader(self, name, default=None):
+        return next((v for k, v in self._headers if k.lower() == name.lower()), default)
+
+
 class SigV4Proxy:
     """Verifies the SigV4 signature of every request as S3 does, answers 403/400 with S3's error
     codes when it is wrong, and forwards the request to the upstream S3 server otherwise.
@@ -628,6 +641,10 @@ class SigV4Proxy:
     first page of a delimited ListObjectsV2, found by listing the same prefix without a
     delimiter; `prefixes_fixed` counts the prefixes it added.
 
+    s3rver 3.7.1 ignores the conditions of conditional writes (If-Match, If-None-Match: *),
+    which S3 honours: the proxy checks them against the object's ETag, under one lock with the
+    writes it forwards, and answers 412 PreconditionFailed itself (`preconditions_failed`).
+
     credentials: {access key: secret} or {access key: (secret, session token)} (a token must then
     come, signed, in x-amz-security-token). Unsigned requests are forwarded (anonymous). What is
     forwarded goes without its authentication headers (s3rver knows only its own key, S3RVER, and
@@ -641,6 +658,8 @@ class SigV4Proxy:
         self.suffix_fixed = 0
         self.fix_common_prefixes = fix_common_prefixes
         self.prefixes_fixed = 0
+        self.preconditions_failed = 0
+        self.write_lock = threading.Lock()   # a conditional write's check and the write
         self.mismatches = []      # details of the requests whose signature did not match
         self._pool = []
         self.credentials = dict(credentials)
@@ -691,6 +710,24 @@ class SigV4Proxy:
                 self.release(c)
             return r, data
         raise AssertionError("unreachable")
+
+    def precondition_failed(self, method, path, headers):
+        """S3's conditional writes, which s3rver 3.7.1 ignores (a PUT or DELETE with If-Match:
+        ETAG, or a PUT with If-None-Match: *): checked here against the object's ETag (a HEAD
+        upstream, under write_lock with the write itself); (response, body) of a 412
+        PreconditionFailed when the condition does not hold, else None."""
+        if_match, if_none = headers.get("if-match"), headers.get("if-none-match")
+        if method not in ("PUT", "DELETE") or (if_match is None and if_none is None):
+            return None
+        h, _ = self.forward("HEAD", path, None, {})
+        etag = h.getheader("ETag") if h.status == 200 else None
+        if (if_none == "*" and etag is not None) or (if_match is not None and if_match != etag):
+            with self.lock:
+                self.preconditions_failed += 1
+            status, payload = _s3_error("PreconditionFailed", "At least one of the pre-conditions "
+                                        "you specified did not hold", 412)
+            return _Answer(status, [("Content-Type", "application/xml")]), payload
+        return None
 
     def add_common_prefixes(self, raw_path, raw_query, data):
         """The body of a delimited ListObjectsV2 page with the common prefixes s3rver left out
@@ -846,7 +883,11 @@ class SigV4Proxy:
                                                             size - 1)
                             with proxy.lock:
                                 proxy.suffix_fixed += 1
-                    r, data = proxy.forward(self.command, self.path, body or None, fwd)
+                    with proxy.write_lock if self.command in ("PUT", "DELETE") else \
+                            contextlib.nullcontext():
+                        failed = proxy.precondition_failed(self.command, self.path, headers)
+                        r, data = failed or proxy.forward(self.command, self.path, body or None,
+                                                          fwd)
                     if (proxy.fix_common_prefixes and self.command == "GET" and r.status == 200
                             and "delimiter=" in raw_query):
                         data = proxy.add_common_prefixes(raw_path, raw_query, data)
