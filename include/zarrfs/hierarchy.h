@@ -139,6 +139,10 @@ zf_status zf_hierarchy_child(zf_hierarchy *h, zf_node *dir, const char *name, zf
  * or found removed or replaced in the store): the kernel should look its name up again. */
 zf_node *zf_hierarchy_node(zf_hierarchy *h, uint64_t id);
 
+/* A node's size in bytes (files: of the flat view, or of a derived file) and the time of its
+ * metadata, read under the node's lock: resizes and remade headers change them. */
+void zf_hierarchy_node_stat(zf_node *n, uint64_t *size, struct timespec *mtime);
+
 /* Names of the children of a directory node (groups and arrays, including ones whose metadata
  * is invalid or unsupported, and implicit groups: directories without metadata above other
  * nodes, docs/formats.md), malloc'd; free with zf_hierarchy_names_free. Kept for the metadata

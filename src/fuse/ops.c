@@ -77,16 +77,18 @@ static void owner_attr(const zf_fs *fs, bool is_dir, bool rw, struct stat *st)
     st->st_gid = fs->gid;
 }
 
-static void node_attr(const zf_fs *fs, const zf_node *n, struct stat *st, bool rw)
+static void node_attr(const zf_fs *fs, zf_node *n, struct stat *st, bool rw)
 {
     memset(st, 0, sizeof *st);
     st->st_ino = n->id;
     owner_attr(fs, n->is_dir, rw && !n->derived, st); /* files derived from an array: read-only */
     st->st_nlink = n->is_dir ? 2 : 1;
-    st->st_size = n->is_dir ? 0 : (off_t)n->size;
+    uint64_t size;
+    zf_hierarchy_node_stat(n, &size, &st->st_mtim); /* (changes may be replacing them) */
+    st->st_size = n->is_dir ? 0 : (off_t)size;
     st->st_blksize = 4096;
     st->st_blocks = (st->st_size + 511) / 512;
-    st->st_mtim = st->st_ctim = st->st_atim = n->mtime;
+    st->st_ctim = st->st_atim = st->st_mtim;
 }
 
 /* Reply with an error, logging failures that are not plain absence. */

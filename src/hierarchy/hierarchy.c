@@ -572,6 +572,14 @@ zf_node *zf_hierarchy_node(zf_hierarchy *h, uint64_t id)
     return n;
 }
 
+void zf_hierarchy_node_stat(zf_node *n, uint64_t *size, struct timespec *mtime)
+{
+    pthread_mutex_lock(&n->mu);
+    *size = n->size;
+    *mtime = n->mtime;
+    pthread_mutex_unlock(&n->mu);
+}
+
 void zf_hierarchy_names_free(char **names, size_t n)
 {
     for (size_t i = 0; i < n; i++)

@@ -16,6 +16,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -410,6 +411,60 @@ class Changes(zfmount.TestCase):
                                                - os.stat(m.path("ome", "0")).st_size))
                 want = np.arange(4 * 20 * 30, dtype="<u2").reshape(4, 20, 30)[:planes]
                 self.assertTrue(np.array_equal(got, want))
+        finally:
+            shutil.rmtree(tmp)
+
+    def test_changes_racing_reads(self):
+        """Attribute changes and resizes while other threads read and stat the headers (for
+        ThreadSanitizer): every header read is one of the headers the changes make. (Only
+        headers: reads of array data racing a resize of that array are a separate matter.)"""
+        tmp = tempfile.mkdtemp(prefix="zarrfs-sidecars-race-")
+        try:
+            store = self.make(tmp)
+            variants = [ome_multiscales([[2.0 * k, 0.5, 0.25], [4.0, 1.0, 0.5 * k]], [1.0, 1.0, k])
+                        for k in (1.0, 2.0, 4.0)]
+            spacings = {tuple(ome_geometry(ms, "0")[0][::-1]) for ms in variants}
+            spacings.add((1.0, 1.0, 1.0))  # (a reader may come first: no attributes yet)
+            planes = {2, 3, 4}
+            errors, stop = [], threading.Event()
+            with zfmount.Mount(store, options=["rw", "sidecars"], label="race") as m:
+                os.setxattr(m.path("ome"), "user.zarr.attributes", b"{}")
+
+                def changer():
+                    i = 0
+                    while not stop.is_set():
+                        ms = variants[i % len(variants)]
+                        os.setxattr(m.path("ome"), "user.zarr.attributes",
+                                    json.dumps({"multiscales": ms}).encode())
+                        os.truncate(m.path("ome", "0"), (2 + i % 3) * 20 * 30 * 2)
+                        i += 1
+
+                def reader():
+                    while not stop.is_set():
+                        with open(m.path("ome", "0.mhd")) as f:
+                            mhd = header_fields(f.read(), " = ")
+                        sp = tuple(floats(mhd["ElementSpacing"]))
+                        dims = mhd["DimSize"].split()
+                        if sp not in spacings or int(dims[2]) not in planes:
+                            errors.append((sp, dims))
+                        os.stat(m.path("ome", "1.nhdr"))
+                        os.stat(m.path("ome", "0.npy"))  # (a read would read ahead into data)
+
+                def run(fn):
+                    try:
+                        fn()
+                    except Exception as e:  # noqa: BLE001 (reported by the test)
+                        errors.append(repr(e))
+                        stop.set()
+                threads = [threading.Thread(target=run, args=(fn,))
+                           for fn in (changer, reader, reader)]
+                for t in threads:
+                    t.start()
+                time.sleep(2.0)
+                stop.set()
+                for t in threads:
+                    t.join(30)
+                self.assertEqual(errors, [])
         finally:
             shutil.rmtree(tmp)
 
