@@ -51,6 +51,8 @@ typedef struct zf_node {
     size_t dhdr_len;
     bool dappend_data;     /* the base array's bytes follow the header (.npy) */
     uint64_t dbase_size;   /* the base array's size when the header was made */
+    uint64_t dgen;         /* the hierarchy's change count then (metadata and attributes of
+                              other nodes feed the header: OME-Zarr multiscales) */
     unsigned dkind;        /* ZF_SIDECAR_* */
 } zf_node;
 
@@ -90,6 +92,25 @@ bool zf_sidecars_parse(const char *list, unsigned *bits);
  * FUSE layer to tell the kernel when the array's size changed. Returns how many; 0 without
  * sidecars. */
 size_t zf_hierarchy_derived_ids(zf_hierarchy *h, const zf_node *node, uint64_t *ids, size_t max);
+/* The ids of the derived nodes made so far whose headers the metadata or attributes of `node`
+ * feed: an array's own; for a group, those of the arrays directly in it (OME-Zarr multiscales
+ * on the group give its levels' spacing). For the FUSE layer to tell the kernel after a change
+ * of attributes (the headers are remade when next read, and may change length). *ids is
+ * malloc'd (NULL when *n is 0). Errors: ZF_ERR_NOMEM. */
+zf_status zf_hierarchy_dependent_ids(zf_hierarchy *h, const zf_node *node, uint64_t **ids,
+                                     size_t *n);
+
+/* Names that stopped leading where they did: called by the hierarchy when an array is deleted
+ * (for each of its sidecars' names), and when a node is found gone from the store or changed
+ * behind zarrfs's back after the metadata TTL (its own name, and its sidecars'). dir_id is the
+ * directory node holding `name`, id the node the name led to; deleted: the name leads nowhere
+ * now (false: to a new node, made when it is next looked up). Called from inside zf_hierarchy_*
+ * calls (on the threads making them, no hierarchy lock held): it must not call back into the
+ * hierarchy, nor block on anything those callers may hold. */
+typedef void (*zf_hierarchy_gone_fn)(void *ctx, uint64_t dir_id, const char *name, uint64_t id,
+                                     bool deleted);
+/* Set the function above (NULL: none); before other threads use the hierarchy. */
+void zf_hierarchy_on_gone(zf_hierarchy *h, zf_hierarchy_gone_fn fn, void *ctx);
 
 /* Read len bytes at off of a derived node (header, then the base array's bytes for .npy);
  * *got is short only at the end of the file. Errors: as zf_hierarchy_array and zf_array_read. */
@@ -113,8 +134,14 @@ zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
 zf_status zf_hierarchy_child(zf_hierarchy *h, zf_node *dir, const char *name, zf_node **out,
                              zf_err *err);
 /* A node already looked up, by id; NULL if none. A derived node whose array changed (resized
- * under -o rw) is brought up to date first (its header and size). */
+ * under -o rw), or whose header other metadata feeds (attributes of the array or its group), is
+ * brought up to date first (its header and size); NULL for one whose array is gone (deleted,
+ * or found removed or replaced in the store): the kernel should look its name up again. */
 zf_node *zf_hierarchy_node(zf_hierarchy *h, uint64_t id);
+
+/* A node's size in bytes (files: of the flat view, or of a derived file) and the time of its
+ * metadata, read under the node's lock: resizes and remade headers change them. */
+void zf_hierarchy_node_stat(zf_node *n, uint64_t *size, struct timespec *mtime);
 
 /* Names of the children of a directory node (groups and arrays, including ones whose metadata
  * is invalid or unsupported, and implicit groups: directories without metadata above other

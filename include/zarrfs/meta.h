@@ -83,6 +83,13 @@ zf_status zf_meta_parse_v2_array(const char *key, const char *text, size_t len,
 zf_status zf_meta_parse_v2_group(const char *key, const char *text, size_t len,
                                  const char *attrs_json, zf_node_meta *meta, zf_err *err);
 
+/* The dimension names of a v2 array of ndim dimensions: xarray's "_ARRAY_DIMENSIONS" member of
+ * the attributes (JSON object text, len bytes) when it is a list of ndim entries, as JSON list
+ * text (malloc'd; what zf_meta_parse_v2_array puts in dimension_names_json), else NULL in *out
+ * (also for text that is not JSON). Errors: ZF_ERR_NOMEM. */
+zf_status zf_meta_v2_dimension_names(const char *attrs_json, size_t len, unsigned ndim,
+                                     char **out);
+
 /* Fill value bytes for a v2 "fill_value" (JSON text) of dtype dt: numbers (64-bit integers
  * exact), "NaN", "Infinity", "-Infinity", [re, im] for complex, base64 for S/V/structured, a
  * string for U, null (zeros). out holds dt->itemsize bytes. Errors: ZF_ERR_INVALID. */

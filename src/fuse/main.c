@@ -772,6 +772,11 @@ int main(int argc, char *argv[])
     if (!cl.foreground)
         zf_log_to_syslog(true); /* stderr is /dev/null from here on */
     zf_log_info("mounted %s at %s", shown, cl.mountpoint);
+    /* After daemonizing (threads do not survive the fork), before any request. */
+    if (!(fs.notifier = zf_notifier_start(se)))
+        zf_log_warn("cannot start the notification thread: names of deleted arrays' sidecars "
+                    "stay in the kernel until they expire");
+    zf_hierarchy_on_gone(h, zf_fuse_gone, &fs);
     stats_logger sl = {.fs = &fs, .seconds = o.stats_log, .tick = log_stats};
     stats_log_start(&sl);
     stats_logger wb = {.fs = &fs, .seconds = o.rw ? 1 : 0, .tick = writeback_tick};
@@ -783,6 +788,9 @@ int main(int argc, char *argv[])
     notify_systemd("STOPPING=1");
     stats_log_stop(&sl);
     stats_log_stop(&wb);
+    zf_hierarchy_on_gone(h, NULL, NULL);
+    zf_notifier_stop(fs.notifier); /* before the unmount closes the session's fd */
+    fs.notifier = NULL;
     zf_log_info("unmounting %s", cl.mountpoint);
 out_unmount:
     fuse_session_unmount(se);

@@ -78,16 +78,18 @@ static void owner_attr(const zf_fs *fs, bool is_dir, bool rw, struct stat *st)
     st->st_gid = fs->gid;
 }
 
-static void node_attr(const zf_fs *fs, const zf_node *n, struct stat *st, bool rw)
+static void node_attr(const zf_fs *fs, zf_node *n, struct stat *st, bool rw)
 {
     memset(st, 0, sizeof *st);
     st->st_ino = n->id;
     owner_attr(fs, n->is_dir, rw && !n->derived, st); /* files derived from an array: read-only */
     st->st_nlink = n->is_dir ? 2 : 1;
-    st->st_size = n->is_dir ? 0 : (off_t)n->size;
+    uint64_t size;
+    zf_hierarchy_node_stat(n, &size, &st->st_mtim); /* (changes may be replacing them) */
+    st->st_size = n->is_dir ? 0 : (off_t)size;
     st->st_blksize = 4096;
     st->st_blocks = (st->st_size + 511) / 512;
-    st->st_mtim = st->st_ctim = st->st_atim = n->mtime;
+    st->st_ctim = st->st_atim = st->st_mtim;
 }
 
 /* Reply with an error, logging failures that are not plain absence. */
@@ -395,6 +397,36 @@ static void notify_size_changed(fuse_req_t req, const zf_node *n, bool with_self
         fuse_lowlevel_notify_inval_inode(se, n->id, -1, 0);
     for (size_t i = 0; i < k; i++)
         fuse_lowlevel_notify_inval_inode(se, ids[i], -1, 0);
+}
+
+/* Tell the kernel that the headers of the files derived from node n may have changed (its
+ * attributes did, which feed their spacing and labels: zf_hierarchy_dependent_ids): their
+ * attributes are dropped now (safe inside any handler, as above), so that the next stat asks
+ * again for the remade header's size; their cached pages after the reply (the notifier). */
+static void notify_headers_changed(fuse_req_t req, const zf_node *n)
+{
+    struct fuse_session *se = FS(req)->se;
+    uint64_t *ids;
+    size_t k;
+    if (!se || zf_hierarchy_dependent_ids(H(req), n, &ids, &k) != ZF_OK)
+        return;
+    for (size_t i = 0; i < k; i++) {
+        fuse_lowlevel_notify_inval_inode(se, ids[i], -1, 0);
+        zf_notifier_pages(FS(req)->notifier, ids[i]);
+    }
+    free(ids);
+}
+
+void zf_fuse_gone(void *ctx, uint64_t dir_id, const char *name, uint64_t id, bool deleted)
+{
+    zf_fs *fs = ctx;
+    if (!fs->se)
+        return;
+    /* Attributes only: the next stat of the node asks (and a derived node whose array is
+     * gone answers ESTALE, on which the kernel looks its name up again: ENOENT). */
+    if (id)
+        fuse_lowlevel_notify_inval_inode(fs->se, id, -1, 0);
+    zf_notifier_entry(fs->notifier, dir_id, name, deleted ? id : 0);
 }
 
 /* Report a failed write-side operation (logged, counted) or reply 0. */
@@ -934,6 +966,8 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
     zf_status st;
     if (strcmp(name, "user.zarr.attributes") == 0) {
         st = zf_hierarchy_set_attributes(H(req), n, value, size, &err);
+        if (st == ZF_OK)
+            notify_headers_changed(req, n);
     } else if (strcmp(name, "user.zarr.metadata") == 0) {
         st = zf_hierarchy_set_metadata(H(req), n, value, size, &err);
         if (st == ZF_OK) /* created with size 0, which the kernel still has */

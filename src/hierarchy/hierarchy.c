@@ -494,6 +494,8 @@ static zf_status lookup_real(zf_hierarchy *h, const char *path, zf_node **out, z
         pthread_mutex_lock(&h->mu);
         zf_h_unlink_locked(h, stale);
         pthread_mutex_unlock(&h->mu);
+        zf_h_meta_changed(h);
+        zf_h_names_gone(h, stale, true, true);
     }
     if (st != ZF_OK) {
         zf_h_node_free(n);
@@ -525,7 +527,12 @@ static zf_status lookup_real(zf_hierarchy *h, const char *path, zf_node **out, z
         n->size = zf_h_array_nbytes(&n->meta.array);
     else if (!n->is_dir) /* undecodable: its real size, reads fail (zf_hierarchy_array) */
         zf_array_meta_flat_size(&n->meta.array, &n->size);
-    return zf_h_publish(h, n, NULL, out);
+    st = zf_h_publish(h, n, NULL, out);
+    if (stale) { /* what the kernel was told about the old node and its sidecars is stale */
+        zf_h_meta_changed(h);
+        zf_h_names_gone(h, stale, true, false);
+    }
+    return st;
 }
 
 zf_status zf_h_publish(zf_hierarchy *h, zf_node *n, zf_node *replaces, zf_node **out)
@@ -562,9 +569,20 @@ zf_node *zf_hierarchy_node(zf_hierarchy *h, uint64_t id)
     pthread_mutex_lock(&h->mu);
     zf_node *n = id >= 1 && id <= h->nnodes ? h->by_id[id - 1] : NULL;
     pthread_mutex_unlock(&h->mu);
-    if (n && n->derived)
+    if (n && n->derived) {
+        if (!zf_h_sidecar_current(h, n))
+            return NULL; /* its array is gone: the name leads elsewhere or nowhere now */
         zf_h_sidecar_refresh(h, n);
+    }
     return n;
+}
+
+void zf_hierarchy_node_stat(zf_node *n, uint64_t *size, struct timespec *mtime)
+{
+    pthread_mutex_lock(&n->mu);
+    *size = n->size;
+    *mtime = n->mtime;
+    pthread_mutex_unlock(&n->mu);
 }
 
 void zf_hierarchy_names_free(char **names, size_t n)

@@ -3,6 +3,8 @@
 #ifndef ZARRFS_HIERARCHY_IMPL_H
 #define ZARRFS_HIERARCHY_IMPL_H
 
+#include <stdatomic.h>
+
 #include "zarrfs/hierarchy.h"
 
 #define NBUCKETS 4096
@@ -33,6 +35,11 @@ struct zf_hierarchy {
     zf_pool *wb_pool;      /* writebacks (I/O bound: more threads than CPUs) */
     zf_node *pending;      /* new empty files without metadata yet (their `pending_next`) */
     struct zf_retired *retired; /* replaced metadata and arrays, freed with the hierarchy */
+    /* changes of metadata or attributes made or seen so far (zf_h_meta_changed): derived
+     * nodes made before the latest are remade when next used */
+    _Atomic uint64_t meta_gen;
+    zf_hierarchy_gone_fn gone; /* zf_hierarchy_on_gone */
+    void *gone_ctx;
 };
 
 /* An array's chunk-cache id: the node id, plus the resize generation above bit 40 (sharding
@@ -78,10 +85,21 @@ zf_status zf_h_list_pending(zf_hierarchy *h, zf_node *dir, char ***names, size_t
  * sidecar of an array node (ZF_ERR_NOT_FOUND otherwise); the sidecar names of array `node`
  * (its file name `name`) added to a listing. */
 zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err);
-/* Remake a derived node's header (and size) when its array's size changed. */
+/* Remake a derived node's header (and size) when its array's size changed or metadata changed
+ * since it was made (zf_h_meta_changed). */
 void zf_h_sidecar_refresh(zf_hierarchy *h, zf_node *n);
+/* Derived node n still leads from its path, and its array from the array's (false once the
+ * array is deleted, or found removed or replaced in the store). */
+bool zf_h_sidecar_current(zf_hierarchy *h, const zf_node *n);
 zf_status zf_h_sidecar_names(zf_hierarchy *h, const zf_node *node, const char *name,
                              char ***names, size_t *n, size_t *cap);
+/* Count a change of some node's metadata or attributes, after the node holds the new values:
+ * derived headers made before it are remade when next used (zf_h_sidecar_refresh). */
+void zf_h_meta_changed(zf_hierarchy *h);
+/* Node n no longer leads from its path (deleted, gone from the store: deleted; or replaced):
+ * tell the hierarchy's user (zf_hierarchy_on_gone) about its sidecars' names, and with self its
+ * own. Call with no hierarchy or node lock held. */
+void zf_h_names_gone(zf_hierarchy *h, const zf_node *n, bool self, bool deleted);
 /* Free what zf_h_retire kept (hierarchy teardown). */
 void zf_h_free_retired(zf_hierarchy *h);
 

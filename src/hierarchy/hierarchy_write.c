@@ -231,15 +231,19 @@ static zf_status resize_locked(zf_hierarchy *h, zf_node *node, zf_array *a, uint
         free_meta(nm);
         return ZF_ERR_NOMEM;
     }
+    pthread_mutex_lock(&node->mu);
     *old = node->meta;
     node->meta = *nm;
-    free(nm);
-    retire(h, free_meta, old);
-    retire(h, free_array, node->array);
+    zf_array *old_array = node->array;
     node->array = NULL;
     node->gen++;
     node->size = size;
     clock_gettime(CLOCK_REALTIME, &node->mtime);
+    pthread_mutex_unlock(&node->mu);
+    free(nm);
+    retire(h, free_meta, old);
+    retire(h, free_array, old_array);
+    zf_h_meta_changed(h);
     return ZF_OK;
 }
 
@@ -450,8 +454,11 @@ zf_status zf_hierarchy_unlink(zf_hierarchy *h, zf_node *dir, const char *name, z
         return ZF_ERR_IS_DIR;
     if ((st = zf_hierarchy_flush(h, n, err)) != ZF_OK) /* nothing left dirty for a gone array */
         return st;
-    if ((st = erase_tree(h, n->prefix, err)) == ZF_OK)
+    if ((st = erase_tree(h, n->prefix, err)) == ZF_OK) {
         forget(h, dir, n);
+        zf_h_meta_changed(h);
+        zf_h_names_gone(h, n, false, true); /* its sidecars (the kernel drops its own name) */
+    }
     return st;
 }
 
@@ -538,6 +545,7 @@ zf_status zf_hierarchy_set_metadata(zf_hierarchy *h, zf_node *node, const char *
     clock_gettime(CLOCK_REALTIME, &node->mtime);
     node->pending = false;
     pthread_mutex_unlock(&node->mu);
+    zf_h_meta_changed(h);
     return ZF_OK;
 }
 
@@ -557,9 +565,16 @@ zf_status zf_hierarchy_set_attributes(zf_hierarchy *h, zf_node *node, const char
     yajl_tree_free(v);
     if (!object)
         return zf_fail(err, ZF_ERR_INVALID, "user.zarr.attributes: expected a JSON object");
-    char *attrs = strndup(json, len), *doc = NULL;
+    char *attrs = strndup(json, len), *doc = NULL, *dims = NULL;
     if (!attrs)
         return ZF_ERR_NOMEM;
+    /* A v2 array's dimension names are its attributes' _ARRAY_DIMENSIONS (as when read). */
+    bool v2_array = h->format == ZF_FORMAT_V2 && !node->is_dir;
+    if (v2_array &&
+        zf_meta_v2_dimension_names(json, len, node->meta.array.ndim, &dims) != ZF_OK) {
+        free(attrs);
+        return ZF_ERR_NOMEM;
+    }
     if (h->format == ZF_FORMAT_V2) {
         st = set_doc(h, node->prefix, ".zattrs", json, len, err);
     } else if (!node->meta.metadata_json) { /* an implicit group becomes an explicit one */
@@ -578,17 +593,23 @@ zf_status zf_hierarchy_set_attributes(zf_hierarchy *h, zf_node *node, const char
     if (st != ZF_OK) {
         free(attrs);
         free(doc);
+        free(dims);
         return st;
     }
     /* Readers may hold the old strings: retire them. */
     pthread_mutex_lock(&node->mu);
     retire(h, free, node->meta.attributes_json);
     node->meta.attributes_json = attrs;
+    if (v2_array) {
+        retire(h, free, node->meta.array.dimension_names_json);
+        node->meta.array.dimension_names_json = dims;
+    }
     if (doc) {
         retire(h, free, node->meta.metadata_json);
         node->meta.metadata_json = doc;
     }
     clock_gettime(CLOCK_REALTIME, &node->mtime);
     pthread_mutex_unlock(&node->mu);
+    zf_h_meta_changed(h); /* the sidecar headers these attributes feed are remade */
     return ZF_OK;
 }

@@ -2,7 +2,10 @@
  * NAME.hdr (ENVI), NAME.mhd (MetaImage), NAME.nhdr (detached NRRD), headers that name the array
  * file NAME as their raw data, and NAME.npy, an NPY header followed by the array's bytes (read
  * through the array, shifted by the header). Everything is generated from the array's metadata:
- * the flat encoding's data type (user.zarr.dtype) and shape, C order. */
+ * the flat encoding's data type (user.zarr.dtype) and shape, C order; spacing and labels from
+ * its attributes and its group's. A derived node is remade in place (same id) when its array's
+ * size changes or any metadata changed since it was made (h->meta_gen), and orphaned when its
+ * array goes (zf_h_sidecar_current; zf_h_names_gone tells the hierarchy's user). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,28 +58,43 @@ static void apply_transforms(yajl_val list, unsigned n, geom *g)
     }
 }
 
-/* The geometry of array node base: OME-Zarr multiscales of its parent group (attributes
- * "multiscales", or "ome": {"multiscales"} in NGFF 0.5) naming it as one of the datasets. */
-static void find_geom(zf_hierarchy *h, const zf_node *base, geom *g)
+/* A node's attributes (JSON text or NULL). zf_hierarchy_set_attributes replaces them under the
+ * node's lock and retires the old text, which therefore stays readable after the unlock. */
+static const char *attributes_of(zf_node *n)
 {
-    const zf_array_meta *a = &base->meta.array;
+    pthread_mutex_lock(&n->mu);
+    const char *a = n->meta.attributes_json;
+    pthread_mutex_unlock(&n->mu);
+    return a;
+}
+
+/* The geometry of array node base: OME-Zarr multiscales of its parent group (attributes
+ * "multiscales", or "ome": {"multiscales"} in NGFF 0.5) naming it as one of the datasets.
+ * What it reads is what zf_hierarchy_dependent_ids names: the array's own metadata and
+ * attributes, and its parent group's attributes. */
+static void find_geom(zf_hierarchy *h, zf_node *base, geom *g)
+{
+    /* (a resize or zf_hierarchy_set_attributes replaces these under the node's lock and
+     * retires the old texts, which stay readable) */
+    pthread_mutex_lock(&base->mu);
+    unsigned ndim = base->meta.array.ndim;
+    const char *dims = base->meta.array.dimension_names_json;
+    const char *battrs = base->meta.attributes_json;
+    pthread_mutex_unlock(&base->mu);
     memset(g, 0, sizeof *g);
-    for (unsigned d = 0; d < a->ndim; d++)
+    for (unsigned d = 0; d < ndim; d++)
         g->spacing[d] = 1;
     /* labels */
     yajl_val doc = NULL, names = NULL;
-    if (a->dimension_names_json &&
-        zf_json_parse("dimension_names", a->dimension_names_json,
-                      strlen(a->dimension_names_json), &doc, NULL) == ZF_OK)
+    if (dims && zf_json_parse("dimension_names", dims, strlen(dims), &doc, NULL) == ZF_OK)
         names = doc;
     yajl_val adoc = NULL;
-    if (!YAJL_IS_ARRAY(names) && base->meta.attributes_json &&
-        zf_json_parse("attributes", base->meta.attributes_json,
-                      strlen(base->meta.attributes_json), &adoc, NULL) == ZF_OK)
+    if (!YAJL_IS_ARRAY(names) && battrs &&
+        zf_json_parse("attributes", battrs, strlen(battrs), &adoc, NULL) == ZF_OK)
         names = zf_json_get(adoc, "_ARRAY_DIMENSIONS");
-    if (YAJL_IS_ARRAY(names) && names->u.array.len == a->ndim) {
+    if (YAJL_IS_ARRAY(names) && names->u.array.len == ndim) {
         g->has_labels = true;
-        for (unsigned d = 0; d < a->ndim; d++) {
+        for (unsigned d = 0; d < ndim; d++) {
             yajl_val x = names->u.array.values[d];
             g->labels[d] = YAJL_IS_STRING(x) && !strpbrk(x->u.string, "\"\n\\")
                                ? strdup(x->u.string) : NULL;
@@ -91,10 +109,10 @@ static void find_geom(zf_hierarchy *h, const zf_node *base, geom *g)
     char *parent = slash ? strndup(base->path, (size_t)(slash - base->path)) : strdup("");
     const char *name = slash ? slash + 1 : base->path;
     zf_node *p;
+    const char *pattrs = NULL;
     if (!parent || h->root_array_name || zf_hierarchy_lookup(h, parent, &p, NULL) != ZF_OK ||
-        !p->is_dir || !p->meta.attributes_json ||
-        zf_json_parse("attributes", p->meta.attributes_json, strlen(p->meta.attributes_json),
-                      &doc, NULL) != ZF_OK) {
+        !p->is_dir || !(pattrs = attributes_of(p)) ||
+        zf_json_parse("attributes", pattrs, strlen(pattrs), &doc, NULL) != ZF_OK) {
         free(parent);
         return;
     }
@@ -109,8 +127,8 @@ static void find_geom(zf_hierarchy *h, const zf_node *base, geom *g)
             if (!YAJL_IS_STRING(path) || strcmp(path->u.string, name) != 0)
                 continue;
             apply_transforms(zf_json_get(ds->u.array.values[j], "coordinateTransformations"),
-                             a->ndim, g);
-            apply_transforms(zf_json_get(m, "coordinateTransformations"), a->ndim, g);
+                             ndim, g);
+            apply_transforms(zf_json_get(m, "coordinateTransformations"), ndim, g);
             yajl_tree_free(doc);
             return;
         }
@@ -477,12 +495,14 @@ zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
         free(bpath);
         return st == ZF_OK || st == ZF_ERR_NOT_FOUND ? ZF_ERR_NOT_FOUND : st;
     }
-    /* A derived node already made for this base array (same path and same base node). */
+    /* A derived node already made for this base array (same path and same base node): brought
+     * up to date in place, so that it keeps its id (the kernel's inode) across changes. */
     pthread_mutex_lock(&h->mu);
     zf_node *old = zf_h_find_locked(h, path);
-    if (old && old->derived && old->base == base && old->dbase_size == base->size) {
+    if (old && old->derived && old->base == base) {
         pthread_mutex_unlock(&h->mu);
         free(bpath);
+        zf_h_sidecar_refresh(h, old);
         *out = old;
         return ZF_OK;
     }
@@ -490,8 +510,14 @@ zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
     sbuf b = {0};
     const char *why = NULL;
     geom g;
+    uint64_t gen = atomic_load_explicit(&h->meta_gen, memory_order_acquire); /* before reading */
     find_geom(h, base, &g);
+    pthread_mutex_lock(&base->mu); /* (a resize replaces its metadata and size under it) */
     st = make_header(k->bit, bpath + dl, &base->meta.array, &g, &b, &why);
+    uint64_t base_size = base->size;
+    struct timespec base_mtime = base->mtime;
+    zf_format base_format = base->meta.format;
+    pthread_mutex_unlock(&base->mu);
     geom_free(&g);
     free(bpath);
     if (st != ZF_OK) {
@@ -510,29 +536,42 @@ zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
     n->dhdr = b.s;
     n->dhdr_len = b.len;
     n->dappend_data = k->bit == ZF_SIDECAR_NPY;
-    n->dbase_size = base->size;
+    n->dbase_size = base_size;
+    n->dgen = gen;
     n->dkind = k->bit;
-    n->size = b.len + (n->dappend_data ? base->size : 0);
-    n->mtime = base->mtime;
-    n->meta.format = base->meta.format;
+    n->size = b.len + (n->dappend_data ? base_size : 0);
+    n->mtime = base_mtime;
+    n->meta.format = base_format;
     n->meta.kind = ZF_NODE_ARRAY;
     n->meta.unsupported = ZF_ERR_UNSUPPORTED; /* no array of its own */
     n->loaded = zf_h_mono_now();
     return zf_h_publish(h, n, old, out); /* old: made for an older version of the array */
 }
 
+/* The header of n predates its array's size or a later change of metadata (n->mu and its
+ * array's mu held, in that order: nothing takes them the other way round). */
+static bool header_stale_locked(const zf_node *n, uint64_t gen)
+{
+    return n->dgen < gen || n->dbase_size != n->base->size;
+}
+
 void zf_h_sidecar_refresh(zf_hierarchy *h, zf_node *n)
 {
     zf_node *base = n->base;
+    /* Loaded before the metadata is read: a change after this load is remade next time. */
+    uint64_t gen = atomic_load_explicit(&h->meta_gen, memory_order_acquire);
     pthread_mutex_lock(&n->mu);
-    bool changed = n->dbase_size != base->size;
+    pthread_mutex_lock(&base->mu);
+    bool stale = header_stale_locked(n, gen);
+    pthread_mutex_unlock(&base->mu);
     pthread_mutex_unlock(&n->mu);
-    if (!changed)
+    if (!stale)
         return;
     geom g;
-    find_geom(h, base, &g); /* (looks nodes up: not under the node's lock) */
+    find_geom(h, base, &g); /* (looks nodes up: not under the nodes' locks) */
     pthread_mutex_lock(&n->mu);
-    if (n->dbase_size != base->size) {
+    pthread_mutex_lock(&base->mu);
+    if (header_stale_locked(n, gen)) {
         const char *slash = strrchr(base->path, '/');
         sbuf b = {0};
         const char *why = NULL;
@@ -550,9 +589,74 @@ void zf_h_sidecar_refresh(zf_hierarchy *h, zf_node *n)
             zf_log_debug("%s: not remade after its array changed: %s", n->path,
                          why ? why : zf_status_str(st));
         }
+        if (n->dgen < gen)
+            n->dgen = gen;
     }
+    pthread_mutex_unlock(&base->mu);
     pthread_mutex_unlock(&n->mu);
     geom_free(&g);
+}
+
+bool zf_h_sidecar_current(zf_hierarchy *h, const zf_node *n)
+{
+    pthread_mutex_lock(&h->mu);
+    bool cur = zf_h_find_locked(h, n->path) == n && zf_h_find_locked(h, n->base->path) == n->base;
+    pthread_mutex_unlock(&h->mu);
+    return cur;
+}
+
+void zf_h_meta_changed(zf_hierarchy *h)
+{
+    atomic_fetch_add_explicit(&h->meta_gen, 1, memory_order_release);
+}
+
+void zf_hierarchy_on_gone(zf_hierarchy *h, zf_hierarchy_gone_fn fn, void *ctx)
+{
+    h->gone = fn;
+    h->gone_ctx = ctx;
+}
+
+void zf_h_names_gone(zf_hierarchy *h, const zf_node *n, bool self, bool deleted)
+{
+    if (!h->gone || n->derived)
+        return;
+    const char *slash = strrchr(n->path, '/'), *name = slash ? slash + 1 : n->path;
+    size_t dl = slash ? (size_t)(slash - n->path) : 0, pl = strlen(n->path);
+    char *path = malloc(pl + 16); /* the node's path, then with each suffix (".nhdr" the longest) */
+    if (!path)
+        return;
+    memcpy(path, n->path, pl + 1);
+    /* names (as suffixes of the node's name: "" for itself) and the ids they led to */
+    const char *suffix[NKINDS + 1];
+    uint64_t ids[NKINDS + 1];
+    size_t k = 0;
+    pthread_mutex_lock(&h->mu);
+    path[dl] = '\0';
+    zf_node *dir = zf_h_find_locked(h, path);
+    uint64_t dir_id = dir ? dir->id : 0;
+    memcpy(path, n->path, pl + 1);
+    if (self) {
+        suffix[k] = "";
+        ids[k++] = n->id;
+    }
+    for (size_t i = 0; h->sidecars && !n->is_dir && i < NKINDS; i++) {
+        if (!(h->sidecars & KINDS[i].bit))
+            continue;
+        snprintf(path + pl, 16, "%s", KINDS[i].suffix);
+        zf_node *d = zf_h_find_locked(h, path);
+        if (d && d->derived && d->base == n) { /* only a name the kernel may have been given */
+            suffix[k] = KINDS[i].suffix;
+            ids[k++] = d->id;
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (dir_id) {
+        for (size_t i = 0; i < k; i++) {
+            snprintf(path, pl + 16, "%s%s", name, suffix[i]);
+            h->gone(h->gone_ctx, dir_id, path, ids[i], deleted);
+        }
+    }
+    free(path);
 }
 
 zf_status zf_h_sidecar_names(zf_hierarchy *h, const zf_node *node, const char *name,
@@ -604,6 +708,49 @@ size_t zf_hierarchy_derived_ids(zf_hierarchy *h, const zf_node *node, uint64_t *
     pthread_mutex_unlock(&h->mu);
     free(path);
     return n;
+}
+
+zf_status zf_hierarchy_dependent_ids(zf_hierarchy *h, const zf_node *node, uint64_t **ids,
+                                     size_t *n)
+{
+    *ids = NULL;
+    *n = 0;
+    if (!h->sidecars || node->derived || node->virtual_root)
+        return ZF_OK;
+    size_t cap = 0, pl = strlen(node->path);
+    zf_status st = ZF_OK;
+    pthread_mutex_lock(&h->mu);
+    for (size_t i = 0; i < h->nnodes && st == ZF_OK; i++) {
+        zf_node *d = h->by_id[i];
+        if (!d->derived || zf_h_find_locked(h, d->path) != d)
+            continue;
+        const char *bp = d->base->path, *rest = bp;
+        bool dep = d->base == node;
+        if (!dep && node->is_dir) { /* an array directly in the group */
+            if (pl && (strncmp(bp, node->path, pl) != 0 || bp[pl] != '/'))
+                continue;
+            rest += pl ? pl + 1 : 0;
+            dep = !strchr(rest, '/');
+        }
+        if (!dep)
+            continue;
+        if (*n == cap) {
+            uint64_t *g = realloc(*ids, (cap = cap ? cap * 2 : 8) * sizeof *g);
+            if (!g) {
+                st = ZF_ERR_NOMEM;
+                break;
+            }
+            *ids = g;
+        }
+        (*ids)[(*n)++] = d->id;
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (st != ZF_OK) {
+        free(*ids);
+        *ids = NULL;
+        *n = 0;
+    }
+    return st;
 }
 
 zf_status zf_hierarchy_read_derived(zf_hierarchy *h, zf_node *node, uint64_t off, void *buf,

@@ -55,13 +55,32 @@ static zf_status common_fields(const char *key, const char *text, size_t len,
 #define open_doc zf_meta_open_doc
 
 /* xarray's convention: dimension names in the "_ARRAY_DIMENSIONS" attribute. */
+static zf_status dims_of(yajl_val attrs, unsigned ndim, char **out)
+{
+    *out = NULL;
+    yajl_val dims = zf_json_get(attrs, "_ARRAY_DIMENSIONS");
+    if (!YAJL_IS_ARRAY(dims) || dims->u.array.len != ndim)
+        return ZF_OK;
+    *out = zf_json_dump(dims);
+    return *out ? ZF_OK : ZF_ERR_NOMEM;
+}
+
 static zf_status dimension_names(zf_node_meta *m, yajl_val attrs)
 {
-    yajl_val dims = zf_json_get(attrs, "_ARRAY_DIMENSIONS");
-    if (!YAJL_IS_ARRAY(dims) || dims->u.array.len != m->array.ndim)
-        return ZF_OK;
-    m->array.dimension_names_json = zf_json_dump(dims);
-    return m->array.dimension_names_json ? ZF_OK : ZF_ERR_NOMEM;
+    return dims_of(attrs, m->array.ndim, &m->array.dimension_names_json);
+}
+
+zf_status zf_meta_v2_dimension_names(const char *attrs_json, size_t len, unsigned ndim,
+                                     char **out)
+{
+    *out = NULL;
+    yajl_val attrs;
+    zf_status st = zf_json_parse(".zattrs", attrs_json, len, &attrs, NULL);
+    if (st != ZF_OK)
+        return st == ZF_ERR_NOMEM ? st : ZF_OK;
+    st = dims_of(attrs, ndim, out);
+    yajl_tree_free(attrs);
+    return st;
 }
 
 /* Codec chain of Zarr v2 "Chunks": order (a transpose), filters, then the compressor. */

@@ -3,17 +3,21 @@
 
 For each array file NAME: NAME.npy (an NPY header followed by the array's bytes), NAME.hdr
 (ENVI), NAME.mhd (MetaImage), NAME.nhdr (detached NRRD), each only for arrays its format can
-describe, read-only, with a real node of the same name winning. Checked with the real readers:
+describe, read-only, with a real node of the same name winning, following changes of what
+feeds them (class Changes, issue 21). Checked with the real readers:
 numpy.load(mmap_mode="r"), GDAL's ENVI driver (python3-gdal), VTK's vtkMetaImageReader and
 vtkNrrdReader (python3-vtk9, skipped when missing). Expected values come from zarr-python 2.13.
 Without the option no extra name appears.
 """
 
 import errno
+import json
 import os
 import shutil
 import sys
 import tempfile
+import threading
+import time
 import unittest
 
 sys.dont_write_bytecode = True
@@ -256,6 +260,266 @@ class Sidecars(zfmount.TestCase):
                 self.assertTrue(np.array_equal(got.reshape(want.shape),
                                                want.astype(want.dtype.newbyteorder("="))),
                                 name + ext)
+
+
+def ome_multiscales(level_scales, image_scale):
+    """NGFF 0.4 multiscales of levels "0" and "1": each level's scale (and for "1" a
+    translation), then the image's scale."""
+    return [{
+        "version": "0.4",
+        "axes": [{"name": "z", "type": "space"}, {"name": "y", "type": "space"},
+                 {"name": "x", "type": "space"}],
+        "datasets": [
+            {"path": "0", "coordinateTransformations": [
+                {"type": "scale", "scale": level_scales[0]}]},
+            {"path": "1", "coordinateTransformations": [
+                {"type": "scale", "scale": level_scales[1]},
+                {"type": "translation", "translation": [1.0, 0.25, 0.125]}]}],
+        "coordinateTransformations": [{"type": "scale", "scale": image_scale}],
+    }]
+
+
+def ome_geometry(ms, path):
+    """(spacing, origin) per dimension (C order) of level `path` of multiscales ms, as NGFF
+    defines them: the level's transformations in order, then the image's."""
+    m = ms[0]
+    ds = next(d for d in m["datasets"] if d["path"] == path)
+    spacing, origin = [1.0] * 3, [0.0] * 3
+    for t in ds["coordinateTransformations"] + m.get("coordinateTransformations", []):
+        for d in range(3):
+            if t["type"] == "scale":
+                spacing[d] *= t["scale"][d]
+                origin[d] *= t["scale"][d]
+            else:
+                origin[d] += t["translation"][d]
+    return spacing, origin
+
+
+def header_fields(text, sep):
+    """{key: value} of a MetaImage (sep " = ") or NRRD (sep ": ") header."""
+    return dict(line.split(sep, 1) for line in text.splitlines() if sep in line)
+
+
+def floats(s):
+    return [float(x) for x in s.split()]
+
+
+class Changes(zfmount.TestCase):
+    """The sidecars follow every change that feeds them, seen by a read or a stat right after
+    it (no sleeping: the kernel is told; attribute timeouts of -o rw are a second): the group's
+    OME-Zarr multiscales (spacing and origin of its levels' headers), an array's own attributes
+    (NRRD labels from _ARRAY_DIMENSIONS), a resize (dimensions); a deleted array's sidecars are
+    gone at once, and so are those of an array removed from the store behind zarrfs once it
+    notices. Expected values are computed from what the test wrote."""
+
+    SHAPES = {"0": (4, 20, 30), "1": (2, 10, 15)}
+    SIDECARS = (".hdr", ".mhd", ".nhdr", ".npy")
+
+    def make(self, tmp):
+        store = os.path.join(tmp, "ome.zarr")
+        g = zarr.open_group(store, mode="w")
+        ome = g.create_group("ome")
+        for lvl, shp in self.SHAPES.items():
+            o = ome.create_dataset(lvl, shape=shp, chunks=(2, 8, 8), dtype="<u2")
+            o[...] = np.arange(np.prod(shp), dtype="<u2").reshape(shp)
+        self.ms = ome_multiscales([[2.0, 0.5, 0.25], [4.0, 1.0, 0.5]], [1.0, 1.0, 2.0])
+        ome.attrs["multiscales"] = self.ms
+        xa = g.create_dataset("xr", shape=(11, 12), chunks=(5, 5), dtype="<f4")
+        xa.attrs["_ARRAY_DIMENSIONS"] = ["lat", "lon"]
+        return store
+
+    def read_header(self, path):
+        """The text of a header, checked to be as long as stat says (asked first, right after
+        the change, as `stat -c %s` asks statx for the size alone)."""
+        r = zfmount.run(["stat", "-c", "%s", path])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(path, "rb") as f:
+            data = f.read()
+        self.assertEqual(int(r.stdout), len(data), "%s: stat right after the change" % path)
+        return data.decode()
+
+    def check_geometry(self, m, ms):
+        for lvl in self.SHAPES:
+            spacing, origin = ome_geometry(ms, lvl)
+            mhd = header_fields(self.read_header(m.path("ome", lvl + ".mhd")), " = ")
+            # MetaImage and NRRD list the fastest axis first
+            self.assertEqual(floats(mhd["ElementSpacing"]), spacing[::-1], lvl + ".mhd")
+            self.assertEqual(floats(mhd["Offset"]), origin[::-1], lvl + ".mhd")
+            nhdr = header_fields(self.read_header(m.path("ome", lvl + ".nhdr")), ": ")
+            self.assertEqual(floats(nhdr["spacings"]), spacing[::-1], lvl + ".nhdr")
+            self.assertEqual(floats(nhdr["axis mins"]), origin[::-1], lvl + ".nhdr")
+            if vtk is not None:
+                r = vtk.vtkMetaImageReader()
+                r.SetFileName(m.path("ome", lvl + ".mhd"))
+                r.Update()
+                self.assertEqual(r.GetOutput().GetSpacing(), tuple(spacing[::-1]), lvl)
+
+    def test_attributes_remake_headers(self):
+        tmp = tempfile.mkdtemp(prefix="zarrfs-sidecars-attrs-")
+        try:
+            store = self.make(tmp)
+            with zfmount.Mount(store, options=["rw", "sidecars"], label="attrs") as m:
+                self.check_geometry(m, self.ms)  # as built (and now in the kernel's caches)
+                with open(m.path("xr.nhdr")) as f:
+                    self.assertIn('labels: "lon" "lat"\n', f.read())
+                # new spacing for both levels and the image (headers change length too)
+                ms = ome_multiscales([[3.0, 0.125, 0.0625], [6.0, 0.25, 0.125]],
+                                     [1.5, 1.0, 4.0])
+                os.setxattr(m.path("ome"), "user.zarr.attributes",
+                            json.dumps({"multiscales": ms}).encode())
+                self.check_geometry(m, ms)
+                # the attributes dropped: spacing 1 and origin 0 again
+                os.setxattr(m.path("ome"), "user.zarr.attributes", b"{}")
+                for lvl in self.SHAPES:
+                    mhd = header_fields(self.read_header(m.path("ome", lvl + ".mhd")), " = ")
+                    self.assertEqual(floats(mhd["ElementSpacing"]), [1.0] * 3, lvl)
+                    self.assertEqual(floats(mhd["Offset"]), [0.0] * 3, lvl)
+                # an array's own attributes: xarray's dimension names label NRRD's axes
+                os.setxattr(m.path("xr"), "user.zarr.attributes",
+                            json.dumps({"_ARRAY_DIMENSIONS": ["latitude", "longitude"]}).encode())
+                nhdr = header_fields(self.read_header(m.path("xr.nhdr")), ": ")
+                self.assertEqual(nhdr["labels"], '"longitude" "latitude"')
+                self.assertEqual(json.loads(os.getxattr(m.path("xr"),
+                                                        "user.zarr.dimension_names")),
+                                 ["latitude", "longitude"])
+            self.assertEqual(zarr.open_group(os.path.join(store, "ome"), mode="r").attrs.asdict(),
+                             {})
+        finally:
+            shutil.rmtree(tmp)
+
+    def test_resize_remakes_headers(self):
+        tmp = tempfile.mkdtemp(prefix="zarrfs-sidecars-resize-")
+        try:
+            store = self.make(tmp)
+            with zfmount.Mount(store, options=["rw", "sidecars"], label="resize") as m:
+                for ext in self.SIDECARS[:3]:  # in the kernel's caches before the change
+                    self.read_header(m.path("ome", "0" + ext))
+                self.assertEqual(np.load(m.path("ome", "0.npy")).shape, self.SHAPES["0"])
+                planes = 2  # of 20 x 30 uint16
+                os.truncate(m.path("ome", "0"), planes * 20 * 30 * 2)
+                mhd = header_fields(self.read_header(m.path("ome", "0.mhd")), " = ")
+                self.assertEqual(mhd["DimSize"].split(), ["30", "20", str(planes)])
+                nhdr = header_fields(self.read_header(m.path("ome", "0.nhdr")), ": ")
+                self.assertEqual(nhdr["sizes"].split(), ["30", "20", str(planes)])
+                envi = header_fields(self.read_header(m.path("ome", "0.hdr")), " = ")
+                self.assertEqual((envi["samples"], envi["lines"], envi["bands"]),
+                                 ("30", "20", str(planes)))
+                got = np.load(m.path("ome", "0.npy"))
+                self.assertEqual(got.shape, (planes, 20, 30))
+                self.assertEqual(os.stat(m.path("ome", "0.npy")).st_size,
+                                 got.nbytes + (os.stat(m.path("ome", "0.npy")).st_size
+                                               - os.stat(m.path("ome", "0")).st_size))
+                want = np.arange(4 * 20 * 30, dtype="<u2").reshape(4, 20, 30)[:planes]
+                self.assertTrue(np.array_equal(got, want))
+        finally:
+            shutil.rmtree(tmp)
+
+    def test_changes_racing_reads(self):
+        """Attribute changes and resizes while other threads read and stat the headers (for
+        ThreadSanitizer): every header read is one of the headers the changes make. (Only
+        headers: reads of array data racing a resize of that array are a separate matter.)"""
+        tmp = tempfile.mkdtemp(prefix="zarrfs-sidecars-race-")
+        try:
+            store = self.make(tmp)
+            variants = [ome_multiscales([[2.0 * k, 0.5, 0.25], [4.0, 1.0, 0.5 * k]], [1.0, 1.0, k])
+                        for k in (1.0, 2.0, 4.0)]
+            spacings = {tuple(ome_geometry(ms, "0")[0][::-1]) for ms in variants}
+            spacings.add((1.0, 1.0, 1.0))  # (a reader may come first: no attributes yet)
+            planes = {2, 3, 4}
+            errors, stop = [], threading.Event()
+            with zfmount.Mount(store, options=["rw", "sidecars"], label="race") as m:
+                os.setxattr(m.path("ome"), "user.zarr.attributes", b"{}")
+
+                def changer():
+                    i = 0
+                    while not stop.is_set():
+                        ms = variants[i % len(variants)]
+                        os.setxattr(m.path("ome"), "user.zarr.attributes",
+                                    json.dumps({"multiscales": ms}).encode())
+                        os.truncate(m.path("ome", "0"), (2 + i % 3) * 20 * 30 * 2)
+                        i += 1
+
+                def reader():
+                    while not stop.is_set():
+                        with open(m.path("ome", "0.mhd")) as f:
+                            mhd = header_fields(f.read(), " = ")
+                        sp = tuple(floats(mhd["ElementSpacing"]))
+                        dims = mhd["DimSize"].split()
+                        if sp not in spacings or int(dims[2]) not in planes:
+                            errors.append((sp, dims))
+                        os.stat(m.path("ome", "1.nhdr"))
+                        os.stat(m.path("ome", "0.npy"))  # (a read would read ahead into data)
+
+                def run(fn):
+                    try:
+                        fn()
+                    except Exception as e:  # noqa: BLE001 (reported by the test)
+                        errors.append(repr(e))
+                        stop.set()
+                threads = [threading.Thread(target=run, args=(fn,))
+                           for fn in (changer, reader, reader)]
+                for t in threads:
+                    t.start()
+                time.sleep(2.0)
+                stop.set()
+                for t in threads:
+                    t.join(30)
+                self.assertEqual(errors, [])
+        finally:
+            shutil.rmtree(tmp)
+
+    def test_delete_drops_sidecars(self):
+        tmp = tempfile.mkdtemp(prefix="zarrfs-sidecars-delete-")
+        try:
+            store = self.make(tmp)
+            with zfmount.Mount(store, options=["rw", "sidecars", "allow_delete"],
+                               label="delete") as m:
+                names = os.listdir(m.path("ome"))
+                for ext in self.SIDECARS:  # known to the kernel (entries and attributes)
+                    self.assertIn("1" + ext, names)
+                    os.stat(m.path("ome", "1" + ext))
+                    with open(m.path("ome", "1" + ext), "rb") as f:
+                        f.read(64)
+                os.unlink(m.path("ome", "1"))
+                for ext in self.SIDECARS:
+                    p = m.path("ome", "1" + ext)
+                    self.assertErrno(errno.ENOENT, os.stat, p)
+                    self.assertErrno(errno.ENOENT, os.open, p, os.O_RDONLY)
+                    self.assertFalse(os.path.exists(p), p)
+                left = set(os.listdir(m.path("ome")))
+                self.assertEqual(left, {"0"} | {"0" + ext for ext in self.SIDECARS}, left)
+                self.assertIn("ElementSpacing", self.read_header(m.path("ome", "0.mhd")))
+            self.assertFalse(os.path.exists(os.path.join(store, "ome", "1")))
+        finally:
+            shutil.rmtree(tmp)
+
+    def test_vanished_behind_the_daemon(self):
+        """An array removed from the store behind zarrfs's back (read-only mount, metadata
+        trusted for TTL seconds): once zarrfs notices (a lookup of the array after the TTL),
+        the kernel forgets its sidecars too, though their own entries were looked up later
+        and would otherwise be trusted for up to another TTL."""
+        ttl = 2.0
+        tmp = tempfile.mkdtemp(prefix="zarrfs-sidecars-vanish-")
+        try:
+            store = self.make(tmp)
+            with zfmount.Mount(store, options=["sidecars", "metadata_ttl=%g" % ttl],
+                               label="vanish") as m:
+                t0 = time.monotonic()
+                os.stat(m.path("ome", "1"))
+                time.sleep(ttl / 2)
+                for ext in self.SIDECARS:
+                    os.stat(m.path("ome", "1" + ext))  # trusted until about t0 + 1.5 ttl
+                shutil.rmtree(os.path.join(store, "ome", "1"))
+                time.sleep(max(0.0, t0 + ttl * 1.15 - time.monotonic()))
+                self.assertErrno(errno.ENOENT, os.stat, m.path("ome", "1"))  # noticed here
+                for ext in self.SIDECARS:
+                    self.assertErrno(errno.ENOENT, os.stat, m.path("ome", "1" + ext))
+                late = time.monotonic() - t0
+                if late > ttl * 1.5:  # the kernel's entries had expired anyway
+                    zfmount.log("  (slow machine: checked %.2f s after the lookups; the check "
+                                "proves little)" % late)
+        finally:
+            shutil.rmtree(tmp)
 
 
 class Fixtures(zfmount.TestCase):

@@ -266,4 +266,26 @@ START_TEST(attributes_and_dimension_names)
 }
 END_TEST
 
-ZF_CHECK_MAIN("meta", valid_array, bad_documents, unsupported_is_not_invalid, structured_dtype, fill_values, chunk_keys, attributes_and_dimension_names)
+/* The names a v2 array takes from new attributes (zf_hierarchy_set_attributes): the same rule
+ * as the parser's. */
+START_TEST(dimension_names_of_attributes)
+{
+    char *out = (char *)1;
+    const char *a = "{\"_FillValue\": NaN, \"_ARRAY_DIMENSIONS\": [\"lat\", \"lon\"]}";
+    ck_assert_int_eq(zf_meta_v2_dimension_names(a, strlen(a), 2, &out), ZF_OK);
+    ck_assert_str_eq(out, "[\"lat\",\"lon\"]");
+    free(out);
+    ck_assert_int_eq(zf_meta_v2_dimension_names(a, strlen(a), 3, &out), ZF_OK); /* wrong ndim */
+    ck_assert_ptr_null(out);
+    ck_assert_int_eq(zf_meta_v2_dimension_names("{}", 2, 2, &out), ZF_OK);
+    ck_assert_ptr_null(out);
+    ck_assert_int_eq(zf_meta_v2_dimension_names("{broken", 7, 2, &out), ZF_OK);
+    ck_assert_ptr_null(out);
+    /* len bounds the text: the names after it are not seen */
+    ck_assert_int_eq(zf_meta_v2_dimension_names("{}, \"_ARRAY_DIMENSIONS\": [1]}", 2, 1, &out),
+                     ZF_OK);
+    ck_assert_ptr_null(out);
+}
+END_TEST
+
+ZF_CHECK_MAIN("meta", valid_array, bad_documents, unsupported_is_not_invalid, structured_dtype, fill_values, chunk_keys, attributes_and_dimension_names, dimension_names_of_attributes)
