@@ -937,9 +937,24 @@ class MountHelper(zfmount.TestCase):
         for l in sec.splitlines():
             f = l.split()
             if len(f) == 6 and f[2] == "fuse.zarrfs":
-                lines.append((f[0], f[3]))
+                opts = re.sub(r"credentials=[^,]*", "credentials=" + self.cred_file(), f[3])
+                opts = re.sub(r"netrc=[^,]*", "netrc=" + self.cred_file("netrc"), opts)
+                lines.append((f[0], opts))
         self.assertGreaterEqual(len(lines), 4, "too few fstab examples in the man page")
         return lines
+
+    def cred_file(self, kind="credentials"):
+        """A file for the man page's lines that name one, mode 0600, owned by the user running
+        the test: -o credentials (dummy S3 keys, HTTP user and password) or -o netrc."""
+        path = os.path.join(WORK, "fstab." + kind)
+        if not os.path.exists(path):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write("machine 127.0.0.1 login fstab password fstab-test\n" if kind == "netrc"
+                        else "aws_access_key_id = AKIDFSTABTEST\n"
+                        "aws_secret_access_key = fstab-test\n"
+                        "http_user = fstab\nhttp_password = fstab-test\n")
+        return path
 
     def test_03_fstab(self):
         """Each local fstab line of the man page (source and mount point replaced) mounts with
