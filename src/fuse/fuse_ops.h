@@ -27,6 +27,7 @@ typedef struct zf_fs {
     zf_hierarchy *h;
     bool rw;           /* -o rw: writes allowed (where the hierarchy can be written) */
     bool allow_delete; /* -o allow_delete: unlink deletes arrays */
+    bool direct_io;    /* -o direct_io: array files opened with FOPEN_DIRECT_IO */
     struct fuse_session *se; /* for notifications to the kernel (NULL: none sent) */
     zf_notifier *notifier;   /* for those sent after the reply (NULL: none sent) */
     uid_t uid;         /* owner of every node (-o uid; default: the user running zarrfs) */
@@ -35,6 +36,14 @@ typedef struct zf_fs {
     mode_t dir_mode;   /* of directories (-o dir_mode, umask); ops.c drops the write bits where
                         * nothing can be written (read-only mounts, derived files) */
 } zf_fs;
+
+/* Shared mappings of direct_io files need the kernel's FUSE_DIRECT_IO_ALLOW_MMAP, which only a
+ * libfuse defining FUSE_CAP_DIRECT_IO_ALLOW_MMAP can ask for (not 3.14). */
+#ifdef FUSE_CAP_DIRECT_IO_ALLOW_MMAP
+#define ZF_DIRECT_IO_MMAP_NOTE "unless the kernel allows them"
+#else
+#define ZF_DIRECT_IO_MMAP_NOTE "(this libfuse cannot ask the kernel for them)"
+#endif
 
 extern const struct fuse_lowlevel_ops zf_fuse_ops;
 

@@ -43,6 +43,7 @@ typedef struct zf_options {
     int show_version;
     int show_help;
     int rw, allow_delete, write_empty_chunks;
+    int direct_io;       /* -o direct_io: array files bypass the page cache */
     int sidecars_all;    /* -o sidecars */
     char *sidecars;      /* -o sidecars=envi,mhd,nhdr,npy */
     char *uid, *gid, *umask, *file_mode, *dir_mode; /* ownership and modes of the nodes */
@@ -66,6 +67,7 @@ static const struct fuse_opt zf_opts[] = {
     ZF_OPT("allow_delete", allow_delete), ZF_OPT("write_empty_chunks", write_empty_chunks),
     /* Writing: -o rw (mount(8) passes it unless told "ro"); "ro" goes on to FUSE. */
     ZF_OPT("rw", rw),
+    ZF_OPT("direct_io", direct_io),
     ZF_OPT("sidecars", sidecars_all),     ZF_OPT("sidecars=%s", sidecars),
     ZF_OPT("uid=%s", uid),                ZF_OPT("gid=%s", gid),
     ZF_OPT("umask=%s", umask),            ZF_OPT("file_mode=%s", file_mode),
@@ -93,6 +95,11 @@ static void usage(const char *prog)
            "                           (default: 0, never)\n"
            "    -o readahead=N         bands of chunks decoded ahead of a sequential reader\n"
            "                           (default: 1)\n"
+           "    -o direct_io           array files bypass the page cache: each read and\n"
+           "                           write reaches zarrfs, faster for whole-array reads\n"
+           "                           and writes; shared mmap(2) of an array fails (ENODEV;\n"
+           "                           private mappings work) " ZF_DIRECT_IO_MMAP_NOTE "\n"
+           "                           (default: through the page cache)\n"
            "    -o sidecars            show NAME.hdr (ENVI), NAME.mhd (MetaImage), NAME.nhdr\n"
            "                           (NRRD) headers and a NAME.npy view next to each array\n"
            "                           NAME (default: off)\n"
@@ -756,6 +763,7 @@ int main(int argc, char *argv[])
     fs.h = h;
     fs.rw = o.rw;
     fs.allow_delete = o.allow_delete;
+    fs.direct_io = o.direct_io;
     se = fuse_session_new(&args, &zf_fuse_ops, sizeof zf_fuse_ops, &fs);
     if (!se)
         goto out;

@@ -154,7 +154,7 @@ static void stats_attr(const zf_fs *fs, struct stat *st)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-    (void)userdata;
+    zf_fs *fs = userdata;
     /* Ask for requests up to 1 MiB: max_pages follows max_write; readahead is raised to match
      * (NOTES.md: libfuse 3.14 on this kernel). */
     conn->max_write = MAX_REQUEST;
@@ -164,6 +164,21 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
     /* Writes reach the daemon as they happen (their errors reach the writer), and attribute
      * notifications never wait for a writeback (notify_size_changed). */
     conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+    if (!fs->direct_io)
+        return;
+    /* One large read(2) or write(2) of a direct_io file becomes several requests in flight at
+     * once (libfuse asks for it by default where the kernel offers it: made sure here). */
+    if (conn->capable & FUSE_CAP_ASYNC_DIO)
+        conn->want |= FUSE_CAP_ASYNC_DIO;
+#ifdef FUSE_CAP_DIRECT_IO_ALLOW_MMAP
+    if (conn->capable & FUSE_CAP_DIRECT_IO_ALLOW_MMAP) {
+        conn->want |= FUSE_CAP_DIRECT_IO_ALLOW_MMAP;
+        return;
+    }
+#endif
+    zf_log_warn("-o direct_io: shared mappings (mmap MAP_SHARED) of array files are refused "
+                "with ENODEV " ZF_DIRECT_IO_MMAP_NOTE "; private ones (MAP_PRIVATE, "
+                "numpy.memmap mode \"c\") work");
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -554,8 +569,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         return;
     }
     fi->fh = (uintptr_t)n;
-    /* Read-only, the data never changes: keep the page cache across opens. */
+    /* Read-only, the data never changes: keep the page cache across opens. With -o direct_io
+     * reads and writes pass the page cache by (kernel readahead too: the array layer's own
+     * readahead keeps a sequential reader fed). */
     fi->keep_cache = !FS(req)->rw;
+    fi->direct_io = FS(req)->direct_io;
     fuse_reply_open(req, fi);
 }
 

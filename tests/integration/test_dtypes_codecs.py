@@ -217,7 +217,7 @@ class MainStore(zfmount.MountedTestCase):
             with self.subTest(array=rel):
                 with open(self.m.path(rel), "rb") as f:
                     zfmount.drop_page_cache(f.fileno())
-                    with mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
+                    with zfmount.mmap_read(f.fileno()) as mm:
                         self.assertEqual(len(mm), len(want))
                         self.assertBytesEqual(mm[:], want, "mmap " + rel)
                         # scattered single-byte accesses fault pages in out of order
@@ -237,7 +237,8 @@ class MainStore(zfmount.MountedTestCase):
                 with open(os.path.join(MAIN, rel, ".zarray")) as f:
                     meta = json.load(f)
                 dt = Metadata2.decode_dtype(meta["dtype"])
-                mm = np.memmap(self.m.path(rel), dtype=dt, shape=tuple(meta["shape"]), mode="r")
+                mm = np.memmap(self.m.path(rel), dtype=dt, shape=tuple(meta["shape"]),
+                               mode=zfmount.MEMMAP_READ)
                 try:
                     ref = np.frombuffer(want, dtype=z.dtype).reshape(z.shape)
                     if dt.kind in "fc":
@@ -740,7 +741,7 @@ class BigThreads(zfmount.MountedTestCase):
         zfmount.drop_page_cache(p)
         errs = []
         with open(p, "rb") as f:
-            with mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
+            with zfmount.mmap_read(f.fileno()) as mm:
                 def work(lo, hi, step):
                     for off in range(lo, hi, step):
                         if mm[off:off + 8] != want[off:off + 8]:

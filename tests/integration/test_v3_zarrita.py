@@ -391,12 +391,12 @@ class ZarritaWritten(zfmount.MountedTestCase):
                 dt = os.getxattr(path, "user.zarr.dtype").decode()
                 dt = json.loads(dt) if dt.startswith('"') else dt
                 shape = tuple(json.loads(os.getxattr(path, "user.zarr.shape")))
-                mm = np.memmap(path, dtype=dt, mode="r", shape=shape)
+                mm = np.memmap(path, dtype=dt, mode=zfmount.MEMMAP_READ, shape=shape)
                 want = np.frombuffer(self.want[p], dtype=gz.TYPESTR[self.arrays[p]["data_type"]]).reshape(shape)
                 self.assertTrue(np.array_equal(np.asarray(mm), want, equal_nan=want.dtype.kind == "f"), p)
                 del mm
         with open(self.m.path("big_f32_gzip"), "rb") as f:
-            with mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
+            with zfmount.mmap_read(f.fileno()) as mm:
                 self.assertBytesEqual(mm[:], self.want["big_f32_gzip"], "mmap big_f32_gzip")
         log("  numpy.memmap with the xattr dtype/shape and mmap agree")
 

@@ -91,21 +91,37 @@ def do_writes(tc, path, model, fill, seed):
                     "oflag=seek_bytes", "conv=notrunc", "status=none"])
         tc.assertEqual(r.returncode, 0, r.stderr)
     flat[a:b] = v
-    # 3. numpy.memmap r+: a 2-D block (rows 17..30, columns 4..26)
+    # 3. numpy.memmap r+: a 2-D block (rows 17..30, columns 4..26); under -o direct_io, where
+    # shared mappings are refused (ENODEV), row by row with pwrite
     blk = values(dt, 13 * 22, seed + 2).reshape(13, 22)
-    mm = np.memmap(path, dtype=dt, mode="r+", shape=model.shape)
-    mm[17:30, 4:26] = blk
-    mm.flush()
-    del mm
+    if zf.DIRECT_IO:
+        with tc.assertRaises(OSError) as cm:
+            np.memmap(path, dtype=dt, mode="r+", shape=model.shape)
+        tc.assertEqual(cm.exception.errno, errno.ENODEV)
+        fd = os.open(path, os.O_RDWR)
+        try:
+            for r in range(13):
+                os.pwrite(fd, blk[r].tobytes(), ((17 + r) * cols + 4) * isz)
+        finally:
+            os.close(fd)
+    else:
+        mm = np.memmap(path, dtype=dt, mode="r+", shape=model.shape)
+        mm[17:30, 4:26] = blk
+        mm.flush()
+        del mm
     model[17:30, 4:26] = blk
-    # 4. Python mmap: the last elements (the edge chunks of the last row of chunks)
+    # 4. Python mmap: the last elements (the edge chunks of the last row of chunks); pwrite under
+    # -o direct_io
     a = n - 40
     v = values(dt, 40, seed + 3)
     fd = os.open(path, os.O_RDWR)
     try:
-        with mmap.mmap(fd, n * isz) as m:
-            m[a * isz:n * isz] = v.tobytes()
-            m.flush()
+        if zf.DIRECT_IO:
+            os.pwrite(fd, v.tobytes(), a * isz)
+        else:
+            with mmap.mmap(fd, n * isz) as m:
+                m[a * isz:n * isz] = v.tobytes()
+                m.flush()
     finally:
         os.close(fd)
     flat[a:] = v

@@ -7,6 +7,9 @@ Environment:
   ZARRFS_SHARED  optional: a directory holding testdata/ with the third-party fixtures; when
                  unset they are read from the repository's tests/fixtures (its README.md)
   ZARRFS_TEST_TIMEOUT  per-test watchdog in seconds (default 180)
+  ZARRFS_MOUNT_OPTIONS  options added to every Mount (e.g. "direct_io": meson runs the read,
+                 write and durability tests a second time so); tests read MOUNT_OPTIONS and
+                 DIRECT_IO where the mode changes what they expect
 
 Every mount goes through `Mount`, a context manager that starts `zarrfs -f STORE MNT` in the
 background, waits (10 s at most) until the mount shows up in /proc/self/mountinfo, and on the way
@@ -44,6 +47,8 @@ else:
     FIXTURES = os.path.join(REPO, "tests", "fixtures")
 TEST_TIMEOUT = float(os.environ.get("ZARRFS_TEST_TIMEOUT", "180"))
 MOUNT_TIMEOUT = 10.0
+MOUNT_OPTIONS = [o for o in os.environ.get("ZARRFS_MOUNT_OPTIONS", "").split(",") if o]
+DIRECT_IO = "direct_io" in MOUNT_OPTIONS   # array files bypass the page cache: no MAP_SHARED
 CMD_TIMEOUT = 20.0
 
 ARRAY_XATTRS = ["user.zarr.format", "user.zarr.metadata", "user.zarr.attributes",
@@ -187,8 +192,9 @@ class Mount:
 
     def command(self):
         cmd = [ZARRFS, "-f"]
-        if self.options:
-            cmd += ["-o", ",".join(self.options)]
+        options = self.options + [o for o in MOUNT_OPTIONS if o not in self.options]
+        if options:
+            cmd += ["-o", ",".join(options)]
         cmd += self.args + [self.store, self.mnt]
         return cmd
 
@@ -468,6 +474,27 @@ def drop_page_cache(fd_or_path):
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
+
+
+# numpy.memmap's read-only mode for array files: a shared mapping ("r"), or under -o direct_io,
+# where shared mappings are refused (ENODEV), a private one ("c", copy-on-write)
+MEMMAP_READ = "c" if DIRECT_IO else "r"
+
+
+def mmap_read(fd):
+    """A read-only mapping of a whole array file: shared, or under -o direct_io private, after
+    checking that a shared one is refused with ENODEV as documented (never served stale)."""
+    import mmap
+    if DIRECT_IO:
+        try:
+            mmap.mmap(fd, 0, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ).close()
+        except OSError as e:
+            if e.errno != errno.ENODEV:
+                raise
+        else:
+            raise AssertionError("-o direct_io: a shared mapping was not refused")
+        return mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+    return mmap.mmap(fd, 0, prot=mmap.PROT_READ)
 
 
 def pread_full(fd, n, off):
