@@ -29,9 +29,6 @@ repetition (same moment, same machine load), then the median of those ratios is 
 """
 import os
 import sys
-import time
-
-import numpy as np
 
 import harness as h
 from harness import CHUNK, COLS, GiB, env
@@ -61,26 +58,6 @@ def daemon(store):
 
 def watchdog(d, what):
     return h.Watchdog(d, what, CFG["phase_timeout"])
-
-
-def zarr_random(store, offsets, ref):
-    import zarr
-    z = zarr.open(store, mode="r")
-    flat = ref.reshape(-1)
-    n = 0
-    t0 = time.perf_counter()
-    t = 0.0
-    for off in offsets.tolist():
-        e = off // 4
-        i, j = divmod(e, COLS)
-        v = z[i, j:j + 1024]
-        n += 1
-        t = time.perf_counter() - t0
-        if not np.array_equal(v, flat[e:e + 1024]):
-            raise RuntimeError("zarr-python z[%d, %d:%d]: unexpected data" % (i, j, j + 1024))
-        if t >= CFG["zarr_random_s"]:
-            break
-    return n, t
 
 
 def mbps(t):
@@ -133,7 +110,7 @@ def run_codec(codec):
         r["random_n"], r["random_s"] = len(offsets), float(ends[-1])
 
         # 4. zarr-python random slices, same offsets, time-boxed
-        n, t = zarr_random(store, offsets, ref)
+        n, t = h.zarr_random(store, offsets, ref, CFG["zarr_random_s"])
         r["zarr_random_n"], r["zarr_random_s"] = n, t
         r["random_prefix_s"] = float(ends[n - 1])       # zarrfs over the same first n reads
         del ref

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""zarrfs cold reads against the FUSE limit of the machine (a minimal libfuse passthrough of the
-same bytes) and against zarr-python 2.13, in the same run: goal 1 of the issue "Read at the
-machine's limits".
+"""zarrfs cold reads against the FUSE limits of the machine (a minimal libfuse passthrough of the
+same bytes, cached and direct) and against zarr-python 2.13, in the same run: zarrfs in its default
+(cached) mode and with -o direct_io, side by side. Part 3 of the issue "Bulk reads and writes past
+the page cache" (its goals are the targets marked in the tables).
 
 Run it through bench/cold.sh (which documents the knobs and unmounts on exit); it needs Debian's
 /usr/bin/python3 with zarr 2.13, numcodecs and numpy, the zarrfs binary and zf_passthrough
@@ -15,27 +16,44 @@ written once with zarr-python into ZF_BENCH_DIR/data (the stores of bench.py: sa
 stamps), and the same bytes as one raw file (ZF_BENCH_DIR/data/raw-ROWS-SEED.f4), which
 zf_passthrough serves.
 
-Per codec and repetition, after reading the store's files and the raw file once (both sides read
+Four mounted sides, each read on a fresh mount (empty chunk cache, nothing of the file in the page
+cache), all with read_ahead_kb set to ZF_BENCH_READAHEAD_KB (1024: 1 MiB READ requests):
+
+  zarrfs cached         zarrfs -o cache_size=ZF_BENCH_CACHE (the default mode: page cache,
+                        keep_cache)
+  zarrfs direct         the same with -o direct_io (FOPEN_DIRECT_IO: no page cache)
+  passthrough cached    zf_passthrough RAW MNT -o max_read=1048576 (the cached FUSE limit)
+  passthrough direct    the same with -o direct_io (the direct FUSE limit)
+
+Per codec and repetition, after reading the store's files and the raw file once (every side reads
 from the page cache), in two passes: "pre-touched" (ZF_BENCH_COLD_PRETOUCH, 2 GiB, of fresh memory
 touched and freed just before each timed read: on these VMs first touch of memory the host has
-reclaimed is slow and erratic) and "untouched" (no such step; ZF_BENCH_COLD_UNTOUCHED=0 skips it).
-Every read of a mount is on a fresh mount (empty chunk cache, nothing of the file in the page
-cache), both mounts with read_ahead_kb set to ZF_BENCH_READAHEAD_KB (1024: 1 MiB READ requests),
-the passthrough with -o max_read=1048576:
+reclaimed is slow and erratic) and "untouched" (no such step; ZF_BENCH_COLD_UNTOUCHED=0 skips it):
 
-  read() into one reused buffer   ZF_BENCH_BS (4 MiB) readv()s into one 4 MiB buffer, of the
-                                  zarrfs file and of the passthrough file
-  numpy.fromfile                  numpy.fromfile of the zarrfs file and of the passthrough file
-                                  (a new array), and zarr-python's z[:] after zarr.open
+  read() into one reused buffer   ZF_BENCH_BS (4 MiB) readv()s into one 4 MiB buffer, each of
+                                  the four sides; for zarrfs cached also a second read of the
+                                  same mount, timed, with the daemon's CPU time over it and the
+                                  file's resident fraction before it (it should come from the
+                                  page cache)
+  numpy.fromfile                  numpy.fromfile (a new array) of each of the four sides, and
+                                  zarr-python's z[:] after zarr.open
 
-The sides of each kind run in alternating order (zarrfs first in even repetitions, last in odd
-ones). Every read is compared byte for byte with the raw file (mapped, in blocks): the arrays of
-fromfile and z[:] directly, the reused-buffer reads by reading the mount's file once more.
+The sides of each kind run in alternating order (the list above in even repetitions, reversed in
+odd ones). Every read is compared byte for byte with the raw file (mapped, in blocks): the arrays
+of fromfile and z[:] directly, the reused-buffer reads by reading the mount's file once more.
 Recorded per read: seconds, the daemon's CPU time (all threads) over the read and its VmHWM, the
-mount's read_ahead_kb, the seconds the pre-touch took.
+mount's read_ahead_kb, the seconds the pre-touch took. The daemon's VmHWM is set against
+cache_size + 64 MiB.
 
-MB = 1e6 bytes. Medians over the repetitions; ratios (zarrfs / passthrough, zarrfs / zarr-python)
-are taken within each repetition, then their median, and set against the issue's targets.
+Random reads (in the first pass only; ZF_BENCH_COLD_RANDOM=0 skips them): bench.py's
+measurement, reused: ZF_BENCH_COLD_RANDOM (20000) random 4 KiB-aligned os.pread(4096)s on a fresh
+zarrfs mount, cached and direct, and zarr-python reading the same 4096 bytes as z[i, j:j+1024]
+(harness.zarr_random), time-boxed to ZF_BENCH_ZARR_RANDOM_S (5) seconds; every read checked.
+
+MB = 1e6 bytes. Medians over the repetitions; ratios (zarrfs / passthrough in the same mode,
+zarrfs / zarr-python) are taken within each repetition, then their median, and set against the
+issue's targets (reused buffer and fromfile with -o direct_io, the default mode guarded against
+regression, random reads, daemon RSS).
 """
 import os
 import signal
@@ -61,6 +79,8 @@ CFG = h.knobs(
     perf_read=env("ZF_BENCH_COLD_PERF_READ", "reused"),
     perf_lines=env("ZF_BENCH_COLD_PERF_LINES", 60, int),
     passthrough=env("ZF_PASSTHROUGH", h.DEFAULT_PASSTHROUGH),
+    random=env("ZF_BENCH_COLD_RANDOM", 20000, int),
+    zarr_random_s=env("ZF_BENCH_ZARR_RANDOM_S", 5.0, float),
 )
 ROWS = h.rows_for(CFG["mib"] * MiB)
 SHAPE = (ROWS, COLS)
@@ -71,15 +91,30 @@ MNT_PT = os.path.join(COLD, "mnt-pt")
 LOG = os.path.join(COLD, "daemons.log")
 RESULTS = os.path.join(COLD, "results")
 
-# the issue's targets: (ratio, codec) -> at least
+# the issue's targets: (ratio, codec) -> at least. Keys: SIDE_RATIO with reused / fromfile, the
+# ratio pt (zarrfs cached / passthrough cached), ptd (zarrfs direct / passthrough direct), zarr
+# (zarrfs cached / zarr-python), zarrd (zarrfs direct / zarr-python).
 TARGETS = {
+    # -o direct_io
+    ("reused_ptd_ratio", "none"): 0.7,
+    ("reused_zarrd_ratio", "lz4"): 1.4,
+    ("reused_zarrd_ratio", "zstd"): 1.6,
+    ("reused_zarrd_ratio", "zlib"): 3.5,
+    ("fromfile_zarrd_ratio", "lz4"): 1.2,
+    ("fromfile_zarrd_ratio", "zstd"): 1.5,
+    # the default (cached) mode, guarded against regression
     ("reused_pt_ratio", "none"): 0.8,
     ("reused_pt_ratio", "lz4"): 0.7,
-    ("fromfile_pt_ratio", "none"): 0.8,
-    ("fromfile_zarr_ratio", "lz4"): 1.2,
-    ("fromfile_zarr_ratio", "zstd"): 1.5,
-    ("fromfile_zarr_ratio", "zlib"): 3.0,
+    ("fromfile_pt_ratio", "lz4"): 0.8,
+    ("fromfile_zarr_ratio", "zstd"): 1.0,
 }
+RANDOM_TARGET = 10.0                    # direct random 4 KiB preads / zarr-python's, every codec
+RSS_SLACK_MIB = 64                      # daemon VmHWM <= cache_size + this
+# the four mounted sides: key -> (program, direct_io)
+SIDES = {"zf": ("zarrfs", False), "zfd": ("zarrfs", True), "pt": ("passthrough", False),
+         "ptd": ("passthrough", True)}
+SIDE_LABEL = {"zf": "zarrfs cached", "zfd": "zarrfs direct", "pt": "passthrough cached",
+              "ptd": "passthrough direct"}
 MODES = {"pretouch": "pre-touched", "untouched": "untouched"}
 
 
@@ -91,10 +126,13 @@ def modes():
 # ---------------------------------------------------------------------------- the reads
 
 def mount(side, store, raw):
-    if side == "zarrfs":
-        return h.zarrfs_daemon(CFG, store, MNT, LOG, [CFG["opts"]], nbytes=NBYTES)
-    cmd = [CFG["passthrough"], raw, MNT_PT, "-f", "-o", "max_read=%d" % CFG["max_read"]]
-    return h.Daemon(cmd, MNT_PT, LOG, nbytes=NBYTES)
+    prog, direct = SIDES[side]
+    if prog == "zarrfs":
+        return h.zarrfs_daemon(CFG, store, MNT, LOG, [CFG["opts"], direct and "direct_io"],
+                               nbytes=NBYTES)
+    opts = "max_read=%d%s" % (CFG["max_read"], ",direct_io" if direct else "")
+    return h.Daemon([CFG["passthrough"], raw, MNT_PT, "-f", "-o", opts], MNT_PT, LOG,
+                    nbytes=NBYTES)
 
 
 def fromfile(path):
@@ -104,12 +142,15 @@ def fromfile(path):
 
 
 def mounted_read(side, kind, store, raw, ref, touch):
-    """One timed read of a fresh mount: {s, cpu_s, hwm_mib, readahead_kb, resident, touch_s}."""
-    what = "%s %s read" % (side, kind)
+    """One timed read of a fresh mount: {s, cpu_s, hwm_mib, readahead_kb, resident, touch_s}, and
+    for the reused-buffer read of zarrfs cached the second read (second_s, second_cpu_s,
+    second_resident: the file's resident fraction before it)."""
+    what = "%s %s read" % (SIDE_LABEL[side], kind)
     r = {}
     with mount(side, store, raw) as d, h.Watchdog(d, what, CFG["phase_timeout"]):
         r["readahead_kb"] = d.readahead_kb(CFG["readahead_kb"]) or 0
-        r["resident"] = h.resident_fraction(d.file)
+        # a direct_io file has no page cache (and refuses the shared mapping mincore needs)
+        r["resident"] = 0.0 if SIDES[side][1] else h.resident_fraction(d.file)
         buf = bytearray(CFG["bs"])                      # touched (zeroed) before the clock
         r["touch_s"] = h.pretouch(touch)
         c0 = d.cpu_s()
@@ -119,7 +160,12 @@ def mounted_read(side, kind, store, raw, ref, touch):
             r["s"], a = fromfile(d.file)
         r["cpu_s"] = d.cpu_s() - c0
         r["hwm_mib"] = d.hwm_mib()
-        if kind == "reused":                            # what the read left in the page cache
+        if kind == "reused" and side == "zf":           # the second read: from the page cache
+            r["second_resident"] = h.resident_fraction(d.file)
+            c0 = d.cpu_s()
+            r["second_s"] = h.read_reused(d.file, NBYTES, CFG["bs"], buf)
+            r["second_cpu_s"] = d.cpu_s() - c0
+        if kind == "reused":                            # read once more and compared
             h.check_blocks(what, d.file, ref)
         else:
             h.check_blocks(what, a, ref)
@@ -140,51 +186,82 @@ def zarr_read(store, ref, touch):
     return r
 
 
+def rss_limit_mib():
+    return h.parse_size(CFG["cache_size"]) / MiB + RSS_SLACK_MIB
+
+
 def one_rep(codec, store, raw, ref, rep, mode):
     touch = CFG["pretouch"] if mode == "pretouch" else 0
-    r = {"load1_start": os.getloadavg()[0], "zarrfs_first": rep % 2 == 0}
+    r = {"load1_start": os.getloadavg()[0], "order_reversed": rep % 2 == 1}
     r["store_resident"] = h.prewarm(store)
     r["raw_resident"] = h.prewarm(raw)
     flip = (lambda seq: seq) if rep % 2 == 0 else (lambda seq: seq[::-1])
     touch_s = []
-    for side in flip(["zarrfs", "passthrough"]):
-        x = mounted_read(side, "reused", store, raw, ref, touch)
-        key = "zf" if side == "zarrfs" else "pt"
-        r["reused_%s_s" % key], r["reused_%s_cpu_s" % key] = x["s"], x["cpu_s"]
-        r["reused_%s_hwm_mib" % key], r["reused_%s_ra_kb" % key] = x["hwm_mib"], x["readahead_kb"]
-        r["reused_%s_resident" % key] = x["resident"]
-        touch_s.append(x["touch_s"])
-    for side in flip(["zarrfs", "passthrough", "zarr"]):
-        if side == "zarr":
-            x = zarr_read(store, ref, touch)
-            r["fromfile_zarr_s"], r["zarr_cpu_s"] = x["s"], x["cpu_s"]
-        else:
-            x = mounted_read(side, "fromfile", store, raw, ref, touch)
-            key = "zf" if side == "zarrfs" else "pt"
-            r["fromfile_%s_s" % key], r["fromfile_%s_cpu_s" % key] = x["s"], x["cpu_s"]
-            r["fromfile_%s_hwm_mib" % key] = x["hwm_mib"]
-            r["fromfile_%s_ra_kb" % key] = x["readahead_kb"]
-            r["fromfile_%s_resident" % key] = x["resident"]
-        touch_s.append(x["touch_s"])
-    for k in ("reused_zf", "reused_pt", "fromfile_zf", "fromfile_pt", "fromfile_zarr"):
-        r[k + "_mbps"] = h.mbps(NBYTES, r[k + "_s"])
-    for k in ("reused_zf", "reused_pt", "fromfile_zf", "fromfile_pt"):
-        r[k + "_cpu_pct"] = 100 * r[k + "_cpu_s"] / r[k + "_s"]
-    r["zarr_cpu_pct"] = 100 * r["zarr_cpu_s"] / r["fromfile_zarr_s"]
-    r["reused_pt_ratio"] = r["reused_zf_mbps"] / r["reused_pt_mbps"]
-    r["fromfile_pt_ratio"] = r["fromfile_zf_mbps"] / r["fromfile_pt_mbps"]
-    r["fromfile_zarr_ratio"] = r["fromfile_zf_mbps"] / r["fromfile_zarr_mbps"]
+    for kind in ("reused", "fromfile"):
+        for side in flip(list(SIDES) + (["zarr"] if kind == "fromfile" else [])):
+            if side == "zarr":
+                x = zarr_read(store, ref, touch)
+                r["zarr_s"], r["zarr_cpu_s"] = x["s"], x["cpu_s"]
+            else:
+                x = mounted_read(side, kind, store, raw, ref, touch)
+                for k in ("s", "cpu_s", "hwm_mib", "readahead_kb", "resident"):
+                    r["%s_%s_%s" % (kind, side, k)] = x[k]
+                for k in ("second_s", "second_cpu_s", "second_resident"):
+                    if k in x:
+                        r[k] = x[k]
+            touch_s.append(x["touch_s"])
+    r["zarr_mbps"] = h.mbps(NBYTES, r["zarr_s"])
+    r["zarr_cpu_pct"] = 100 * r["zarr_cpu_s"] / r["zarr_s"]
+    r["second_mbps"] = h.mbps(NBYTES, r["second_s"])
+    r["second_cpu_pct"] = 100 * r["second_cpu_s"] / r["second_s"]
+    for kind in ("reused", "fromfile"):
+        for side in SIDES:
+            k = "%s_%s" % (kind, side)
+            r[k + "_mbps"] = h.mbps(NBYTES, r[k + "_s"])
+            r[k + "_cpu_pct"] = 100 * r[k + "_cpu_s"] / r[k + "_s"]
+        m = lambda side: r["%s_%s_mbps" % (kind, side)]
+        r[kind + "_pt_ratio"] = m("zf") / m("pt")
+        r[kind + "_ptd_ratio"] = m("zfd") / m("ptd")
+        r[kind + "_zarr_ratio"] = m("zf") / r["zarr_mbps"]
+        r[kind + "_zarrd_ratio"] = m("zfd") / r["zarr_mbps"]
     r["hwm_mib"] = max(r["reused_zf_hwm_mib"], r["fromfile_zf_hwm_mib"])
+    r["hwm_d_mib"] = max(r["reused_zfd_hwm_mib"], r["fromfile_zfd_hwm_mib"])
     r["touch_s"] = max(touch_s)
     r["load1_end"] = os.getloadavg()[0]
-    log("  rep %d %-11s reused: zarrfs %5.0f passthrough %5.0f MB/s (x%.2f) | fromfile: zarrfs "
-        "%5.0f passthrough %5.0f zarr-python %5.0f MB/s (x%.2f, x%.2f) | daemon CPU "
-        "%3.0f%%/%3.0f%% RSS %4.0f MiB | touch %.2f s | load %.1f"
-        % (rep + 1, MODES[mode] + ":", r["reused_zf_mbps"], r["reused_pt_mbps"],
-           r["reused_pt_ratio"], r["fromfile_zf_mbps"], r["fromfile_pt_mbps"],
-           r["fromfile_zarr_mbps"], r["fromfile_pt_ratio"], r["fromfile_zarr_ratio"],
-           r["reused_zf_cpu_pct"], r["fromfile_zf_cpu_pct"], r["hwm_mib"], r["touch_s"],
-           r["load1_end"]))
+    log("  rep %d %-11s reused MB/s: zarrfs %5.0f / direct %5.0f, passthrough %5.0f / direct %5.0f"
+        " (x%.2f / x%.2f) | fromfile: zarrfs %5.0f / direct %5.0f, passthrough %5.0f / direct "
+        "%5.0f, zarr-python %5.0f (direct x%.2f zarr-python) | 2nd read %5.0f MB/s | RSS %4.0f / "
+        "%4.0f MiB | touch %.2f s | load %.1f"
+        % (rep + 1, MODES[mode] + ":", r["reused_zf_mbps"], r["reused_zfd_mbps"],
+           r["reused_pt_mbps"], r["reused_ptd_mbps"], r["reused_pt_ratio"],
+           r["reused_ptd_ratio"], r["fromfile_zf_mbps"], r["fromfile_zfd_mbps"],
+           r["fromfile_pt_mbps"], r["fromfile_ptd_mbps"], r["zarr_mbps"],
+           r["fromfile_zarrd_ratio"], r["second_mbps"], r["hwm_mib"], r["hwm_d_mib"],
+           r["touch_s"], r["load1_end"]))
+    return r
+
+
+def random_rep(store, ref, rep):
+    """bench.py's random reads: zarrfs cached and direct (fresh mounts), zarr-python time-boxed."""
+    offsets = h.random_offsets(1000 + rep, CFG["random"], NBYTES)
+    r = {}
+    for side in ("zf", "zfd"):
+        with mount(side, store, None) as d, h.Watchdog(d, "%s random preads" % SIDE_LABEL[side],
+                                                        CFG["phase_timeout"]):
+            d.readahead_kb(CFG["readahead_kb"])
+            ends, blobs = h.timed_preads(d.file, offsets)
+            r["random_%s_hwm_mib" % side] = d.hwm_mib()
+        h.check_preads("%s random pread" % SIDE_LABEL[side], offsets, blobs, ref)
+        del blobs
+        r["random_%s_rps" % side] = len(offsets) / float(ends[-1])
+    n, t = h.zarr_random(store, offsets, ref, CFG["zarr_random_s"])
+    r["zarr_random_n"], r["zarr_random_rps"] = n, n / t
+    r["random_ratio"] = r["random_zf_rps"] / r["zarr_random_rps"]
+    r["random_d_ratio"] = r["random_zfd_rps"] / r["zarr_random_rps"]
+    log("  rep %d random 4 KiB: zarrfs %6.0f / direct %6.0f reads/s, zarr-python %5.0f reads/s "
+        "(n=%d): x%.0f / x%.0f" % (rep + 1, r["random_zf_rps"], r["random_zfd_rps"],
+                                   r["zarr_random_rps"], n, r["random_ratio"],
+                                   r["random_d_ratio"]))
     return r
 
 
@@ -206,7 +283,7 @@ def profile(codec, store, raw, stamp):
     base = os.path.join(RESULTS, "perf-%s-%s" % (stamp, codec))
     out = {"file": base + ".txt", "data": base + ".data", "read": CFG["perf_read"]}
     touch = CFG["pretouch"]
-    with mount("zarrfs", store, raw) as d, h.Watchdog(d, "perf read", CFG["phase_timeout"]):
+    with mount("zf", store, raw) as d, h.Watchdog(d, "perf read", CFG["phase_timeout"]):
         d.readahead_kb(CFG["readahead_kb"])
         buf = bytearray(CFG["bs"])
         h.pretouch(touch)
@@ -263,11 +340,17 @@ def run_codec(codec, raw, stamp):
            "store_bytes": h.store_bytes(store), "modes": {m: {"reps": []} for m in modes()}}
     res["compression_ratio"] = NBYTES / res["store_bytes"]
     ref = np.memmap(raw, dtype=np.uint8, mode="r")      # the reference: the raw file's bytes
+    if CFG["random"] > 0:
+        res["random"] = {"reps": []}
     for rep in range(CFG["reps"]):
         for m in modes():
             res["modes"][m]["reps"].append(one_rep(codec, store, raw, ref, rep, m))
+        if CFG["random"] > 0:
+            res["random"]["reps"].append(random_rep(store, ref, rep))
     for m in modes():
         res["modes"][m].update(h.summarize(res["modes"][m]["reps"]))
+    if CFG["random"] > 0:
+        res["random"].update(h.summarize(res["random"]["reps"]))
     if codec in perf_codecs():
         res["perf"] = profile(codec, store, raw, stamp)
         if "error" in res["perf"]:
@@ -284,8 +367,13 @@ def ratio_cell(res, mode, key, codec):
     return "**%.2f** (≥ %.1f %s)" % (v, want, "✓" if v >= want else "✗")
 
 
+def limit_cell(v, limit):
+    return "%.0f (≤ %.0f %s)" % (v, limit, "✓" if v <= limit else "✗")
+
+
 def markdown(results, cfg):
     lines = []
+    limit = h.parse_size(cfg["cache_size"]) / MiB + RSS_SLACK_MIB
     for mode in [m for m in MODES if m in results[0]["modes"]]:
         if lines:
             lines.append("")
@@ -295,48 +383,82 @@ def markdown(results, cfg):
                                     else "%.0f MiB" % (cfg["pretouch"] / MiB)))
         else:
             lines.append("Untouched: no memory touched before the reads.")
+        for kind, title in (("reused", "read() into one reused 4 MiB buffer"),
+                            ("fromfile", "`numpy.fromfile` (a new array)")):
+            lines += [
+                "",
+                "| %s | zarrfs cached MB/s | zarrfs direct MB/s | passthrough cached MB/s "
+                "| passthrough direct MB/s | zarr-python `z[:]` MB/s "
+                "| direct: zarrfs / passthrough (target) | direct: zarrfs / zarr-python (target) "
+                "| cached: zarrfs / passthrough (target) | cached: zarrfs / zarr-python (target) "
+                "| daemon CPU: cached / direct |%s" % (
+                    title, " second read (cached): MB/s, daemon CPU, resident before |"
+                    if kind == "reused" else ""),
+                "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|%s" % (
+                    "--:|" if kind == "reused" else ""),
+            ]
+            for r in results:
+                med = r["modes"][mode]["median"]
+                k = lambda side, what="mbps": med["%s_%s_%s" % (kind, side, what)]
+                row = ("| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %s | %s | %s "
+                       "| %.0f%% / %.0f%% |") % (
+                    r["label"], k("zf"), k("zfd"), k("pt"), k("ptd"), med["zarr_mbps"],
+                    ratio_cell(r, mode, kind + "_ptd_ratio", r["codec"]),
+                    ratio_cell(r, mode, kind + "_zarrd_ratio", r["codec"]),
+                    ratio_cell(r, mode, kind + "_pt_ratio", r["codec"]),
+                    ratio_cell(r, mode, kind + "_zarr_ratio", r["codec"]),
+                    k("zf", "cpu_pct"), k("zfd", "cpu_pct"))
+                if kind == "reused":
+                    row += " %.0f, %.0f%%, %.2f %s |" % (
+                        med["second_mbps"], med["second_cpu_pct"], med["second_resident"],
+                        "✓" if r["modes"][mode]["min"]["second_resident"] >= 0.99 else "✗")
+                lines.append(row)
         lines += [
             "",
-            "| codec | store (% of raw) | reused 4 MiB buffer: zarrfs MB/s | passthrough MB/s "
-            "| zarrfs / passthrough (target) | numpy.fromfile: zarrfs MB/s | passthrough MB/s "
-            "| zarr-python `z[:]` MB/s | zarrfs / passthrough (target) "
-            "| zarrfs / zarr-python (target) | daemon CPU: reused / fromfile "
-            "| daemon peak RSS MiB |",
-            "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
-        ]
-        for r in results:
-            med = r["modes"][mode]["median"]
-            lines.append("| %s | %.0f%% | %.0f | %.0f | %s | %.0f | %.0f | %.0f | %s | %s "
-                         "| %.0f%% / %.0f%% | %.0f |" % (
-                             r["label"], 100.0 / r["compression_ratio"], med["reused_zf_mbps"],
-                             med["reused_pt_mbps"], ratio_cell(r, mode, "reused_pt_ratio",
-                                                               r["codec"]),
-                             med["fromfile_zf_mbps"], med["fromfile_pt_mbps"],
-                             med["fromfile_zarr_mbps"],
-                             ratio_cell(r, mode, "fromfile_pt_ratio", r["codec"]),
-                             ratio_cell(r, mode, "fromfile_zarr_ratio", r["codec"]),
-                             med["reused_zf_cpu_pct"], med["fromfile_zf_cpu_pct"],
-                             med["hwm_mib"]))
-        lines += [
-            "",
-            "| codec | spread (min–max): reused zarrfs MB/s | reused passthrough MB/s "
-            "| reused zarrfs / passthrough | fromfile zarrfs MB/s | fromfile passthrough MB/s "
-            "| zarr-python MB/s | fromfile zarrfs / passthrough | fromfile zarrfs / zarr-python "
-            "| CPU: passthrough reused / fromfile, zarr-python | pre-touch s | load (1 min) |",
+            "| codec | store (% of raw) | daemon peak RSS MiB: cached (limit) | direct (limit) "
+            "| spread (min–max): reused direct zarrfs / passthrough | reused direct zarrfs / "
+            "zarr-python | fromfile direct zarrfs / zarr-python | reused cached zarrfs / "
+            "passthrough | fromfile cached zarrfs / passthrough | CPU: passthrough cached / "
+            "direct (reused), zarr-python | pre-touch s | load (1 min) |",
             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
         ]
         for r in results:
             m = r["modes"][mode]
-            med = m["median"]
-            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f%% / %.0f%%, %.0f%% "
-                         "| %s | %s |" % (
-                             r["label"], h.rng(m, "reused_zf_mbps"), h.rng(m, "reused_pt_mbps"),
-                             h.rng(m, "reused_pt_ratio", "%.2f"), h.rng(m, "fromfile_zf_mbps"),
-                             h.rng(m, "fromfile_pt_mbps"), h.rng(m, "fromfile_zarr_mbps"),
+            med, mx = m["median"], m["max"]
+            lines.append("| %s | %.0f%% | %s | %s | %s | %s | %s | %s | %s | %.0f%% / %.0f%%, "
+                         "%.0f%% | %s | %s |" % (
+                             r["label"], 100.0 / r["compression_ratio"],
+                             limit_cell(mx["hwm_mib"], limit), limit_cell(mx["hwm_d_mib"], limit),
+                             h.rng(m, "reused_ptd_ratio", "%.2f"),
+                             h.rng(m, "reused_zarrd_ratio", "%.2f"),
+                             h.rng(m, "fromfile_zarrd_ratio", "%.2f"),
+                             h.rng(m, "reused_pt_ratio", "%.2f"),
                              h.rng(m, "fromfile_pt_ratio", "%.2f"),
-                             h.rng(m, "fromfile_zarr_ratio", "%.2f"), med["reused_pt_cpu_pct"],
-                             med["fromfile_pt_cpu_pct"], med["zarr_cpu_pct"],
-                             h.rng(m, "touch_s", "%.2f"), h.rng(m, "load1_end", "%.1f")))
+                             med["reused_pt_cpu_pct"], med["reused_ptd_cpu_pct"],
+                             med["zarr_cpu_pct"], h.rng(m, "touch_s", "%.2f"),
+                             h.rng(m, "load1_end", "%.1f")))
+    rand = [r for r in results if r.get("random")]
+    if rand:
+        lines += [
+            "",
+            "Random 4 KiB `pread`s (%d per mount, fresh mounts; zarr-python reads the same bytes "
+            "as `z[i, j:j+1024]`, time-boxed to %.0f s):" % (cfg["random"], cfg["zarr_random_s"]),
+            "",
+            "| codec | zarrfs cached reads/s | zarrfs direct reads/s | zarr-python reads/s (n) "
+            "| direct / zarr-python (target) | cached / zarr-python | daemon peak RSS MiB: "
+            "cached / direct (limit) |",
+            "|---|--:|--:|--:|--:|--:|--:|",
+        ]
+        for r in rand:
+            med, mx = r["random"]["median"], r["random"]["max"]
+            v = med["random_d_ratio"]
+            lines.append("| %s | %.0f | %.0f | %.1f (%d) | **%.0f** (≥ %.0f %s) | %.0f "
+                         "| %.0f / %s |" % (
+                             r["label"], med["random_zf_rps"], med["random_zfd_rps"],
+                             med["zarr_random_rps"], med["zarr_random_n"], v, RANDOM_TARGET,
+                             "✓" if v >= RANDOM_TARGET else "✗", med["random_ratio"],
+                             mx["random_zf_hwm_mib"], limit_cell(mx["random_zfd_hwm_mib"],
+                                                                  limit)))
     profiles = [r for r in results if r.get("perf")]
     if profiles:
         lines.append("")
@@ -367,9 +489,11 @@ def main():
             sys.exit("bench_cold: no %s binary at %s (build it: ninja -C build)" % (k, CFG[k]))
     s = h.Session("zarrfs cold-read benchmark", CFG)
     s.intro("array %s float32 = %.0f MiB, chunks %s, %d reps, passes: %s, cache_size=%s, "
-            "read_ahead_kb=%d, passthrough max_read=%d, read size %d KiB"
-            % (SHAPE, NBYTES / MiB, CHUNK, CFG["reps"], ", ".join(MODES[m] for m in modes()),
-               CFG["cache_size"], CFG["readahead_kb"], CFG["max_read"], CFG["bs"] // 1024))
+            "read_ahead_kb=%d, passthrough max_read=%d, read size %d KiB; sides: %s; random "
+            "preads: %d" % (SHAPE, NBYTES / MiB, CHUNK, CFG["reps"],
+                            ", ".join(MODES[m] for m in modes()), CFG["cache_size"],
+                            CFG["readahead_kb"], CFG["max_read"], CFG["bs"] // 1024,
+                            ", ".join(SIDE_LABEL.values()), CFG["random"]))
     if os.geteuid() != 0:
         log("!! not root: the mounts' read_ahead_kb cannot be set (the kernel's 128 KiB for the "
             "passthrough); the tables record what the mounts had")
@@ -383,11 +507,14 @@ def main():
         log("%s:" % h.CODEC_LABEL[codec])
         results.append(run_codec(codec, raw, stamp))
     s.finish(RESULTS, "bench-cold", results, markdown(results, CFG),
-             "MB = 1e6 bytes; medians of %d repetitions; ratios: zarrfs / passthrough and zarrfs / "
-             "zarr-python, the median of the per-repetition ratios, with the issue's targets "
-             "(✓ met, ✗ not met). Every read on a fresh mount, store and raw file in the page "
-             "cache." % CFG["reps"], shape=SHAPE, chunks=CHUNK, nbytes=NBYTES, raw=raw,
-             targets={"%s/%s" % k: v for k, v in TARGETS.items()})
+             "MB = 1e6 bytes; medians of %d repetitions; ratios: zarrfs / passthrough in the same "
+             "mode (cached: default; direct: -o direct_io) and zarrfs / zarr-python, the median "
+             "of the per-repetition ratios, with the issue's targets (✓ met, ✗ not met); peak "
+             "RSS: the maximum over the repetitions against cache_size + %d MiB. Every read on a "
+             "fresh mount, store and raw file in the page cache." % (CFG["reps"], RSS_SLACK_MIB),
+             shape=SHAPE, chunks=CHUNK, nbytes=NBYTES, raw=raw,
+             targets={"%s/%s" % k: v for k, v in TARGETS.items()}, random_target=RANDOM_TARGET,
+             rss_slack_mib=RSS_SLACK_MIB)
 
 
 if __name__ == "__main__":

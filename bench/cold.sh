@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# zarrfs cold reads at the machine's limits: zarrfs against a minimal libfuse passthrough of the
-# same bytes (bench/passthrough.c, the FUSE limit) and against zarr-python 2.13, on a ~512 MiB
-# float32 array per codec (none, blosc-lz4+shuffle, zstd 1, zlib 1), in one run. Not part of the
+# zarrfs cold reads at the machine's limits: zarrfs in its default (cached) mode and with
+# -o direct_io, against a minimal libfuse passthrough of the same bytes (bench/passthrough.c, the
+# FUSE limit), cached and -o direct_io, and against zarr-python 2.13, on a ~512 MiB float32 array
+# per codec (none, blosc-lz4+shuffle, zstd 1, zlib 1), side by side in one run; random 4 KiB
+# preads (cached and direct) against zarr-python's reads of the same bytes. Not part of the
 # tests. See bench/README.md ("Cold reads") and the docstring of bench/bench_cold.py.
 #
 #   ninja -C build && ninja -C build bench/zf_passthrough
-#   sudo bash bench/cold.sh                                  # the full run (~10 min on 2 cores)
+#   sudo bash bench/cold.sh                                  # the full run (~25 min on 2 cores)
 #   sudo bash bench/cold.sh --perf                           # and a perf profile per codec
 #   ZF_BENCH_COLD_MIB=64 ZF_BENCH_REPS=1 bash bench/cold.sh  # a quick smoke run (as root)
 #
@@ -16,12 +18,14 @@
 #   ZF_BENCH_COLD_PRETOUCH=2G  memory touched and freed before each timed read (0: no pre-touched
 #                              pass, only the untouched one)
 #   ZF_BENCH_COLD_UNTOUCHED=1  also measure every read without the pre-touch (0: skip that pass)
-#   ZF_BENCH_READAHEAD_KB=1024 read_ahead_kb of both mounts (root)
-#   ZF_BENCH_COLD_MAX_READ=1048576   the passthrough's -o max_read
+#   ZF_BENCH_COLD_RANDOM=20000 random 4 KiB preads per mount, in the first pass (0: none)
+#   ZF_BENCH_ZARR_RANDOM_S=5   seconds zarr-python gets for the same reads
+#   ZF_BENCH_READAHEAD_KB=1024 read_ahead_kb of every mount (root)
+#   ZF_BENCH_COLD_MAX_READ=1048576   the passthrough's -o max_read (cached and direct)
 #   ZF_BENCH_BS=4M             read size (and the reused buffer's size)
 #   ZF_BENCH_CACHE=2G          zarrfs -o cache_size
 #   ZF_BENCH_THREADS=          zarrfs -o threads (empty: the daemon's default)
-#   ZF_BENCH_COLD_OPTS=        more zarrfs -o options
+#   ZF_BENCH_COLD_OPTS=        more zarrfs -o options (both modes; direct adds -o direct_io)
 #   ZF_BENCH_COLD_PERF=        codecs to profile with perf after their repetitions (all, or e.g.
 #                              lz4,zlib; the --perf argument means all)
 #   ZF_BENCH_COLD_PERF_READ=reused   the read profiled: reused or fromfile

@@ -12,7 +12,8 @@ bench_write.py, bench_cold.py): each driver says what it measures, this module d
                VmHWM, /proc/PID/io, .zarrfs-stats, read_ahead_kb, unmount), Watchdog (kills a
                daemon whose phase hangs), cpu_seconds(), cpu_snapshot()
   reading      read_whole() (a new buffer), read_reused() (one reused buffer), check_equal(),
-               check_blocks(), random_offsets(), timed_preads(), check_preads(), zarr_read()
+               check_blocks(), random_offsets(), timed_preads(), check_preads(), zarr_random(),
+               zarr_read()
   numbers      mbps(), summarize() (median, min, max per key), rng()
   report       machine(), Session (header, the machine line, results JSON + markdown, --report)
   network      Net (a network namespace behind a veth pair, nginx inside, 20 ms of round trip by
@@ -592,6 +593,29 @@ def check_preads(what, offsets, blobs, ref):
     for off, b in zip(offsets.tolist(), blobs):
         if b != flat[off:off + len(b)].tobytes() or not b:
             raise RuntimeError("%s at offset %d: WRONG DATA" % (what, off))
+
+
+def zarr_random(store, offsets, ref, limit_s):
+    """zarr-python 2 reading the bytes of random 4 KiB preads: z[i, j:j+1024] for each offset (the
+    same 4096 bytes), fresh zarr.open, each result compared with ref, for at most limit_s seconds
+    (zarr-python has no chunk cache: every read decodes a whole chunk, so its rate does not depend
+    on the count); (reads done, seconds)."""
+    import zarr
+    z = zarr.open(store, mode="r")
+    flat = ref.reshape(-1) if ref.dtype == np.float32 else ref.view("<f4").reshape(-1)
+    cols = z.shape[1]
+    n, t, t0 = 0, 0.0, time.perf_counter()
+    for off in offsets.tolist():
+        e = off // 4
+        i, j = divmod(e, cols)
+        v = z[i, j:j + 1024]
+        n += 1
+        t = time.perf_counter() - t0
+        if not np.array_equal(v, flat[e:e + 1024]):
+            raise RuntimeError("zarr-python z[%d, %d:%d]: unexpected data" % (i, j, j + 1024))
+        if t >= limit_s:
+            break
+    return n, t
 
 
 def zarr_read(store, include_open=False):
