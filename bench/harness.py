@@ -17,7 +17,8 @@ bench_write.py, bench_cold.py): each driver says what it measures, this module d
   numbers      mbps(), summarize() (median, min, max per key), rng()
   report       machine(), Session (header, the machine line, results JSON + markdown, --report)
   network      Net (a network namespace behind a veth pair, nginx inside, 20 ms of round trip by
-               netem or by a delaying relay), relay_main(), measure_rtt()
+               netem or by a delaying relay, and with the relay the same nginx answering at
+               once), relay_main(), measure_rtt()
 
 `python3 harness.py relay LISTEN_HOST LISTEN_PORT TARGET_HOST TARGET_PORT DELAY_MS` runs the relay.
 MB = 1e6 bytes everywhere; ratios are taken per repetition, then their median.
@@ -801,19 +802,26 @@ class Net:
     """A network namespace `ns` joined to the host by a veth pair (HOST_IP outside, NS_IP
     inside), delay_ms of one-way delay each way (netem where the kernel has sch_netem, else a
     delaying relay in the namespace: latency = auto, netem or relay), nginx inside serving a
-    directory at url(). up(), start_servers(root), then down() in a finally (always)."""
-    HOST_IP, NS_IP, PORT, NS_NGINX_PORT = "10.213.7.1", "10.213.7.2", 8080, 8081
+    directory at url(). With the relay, url0() is the same nginx behind a second relay that
+    delays nothing (NS_IP:PORT0): the same server answering at once (None with netem, which
+    delays everything on the veth pair). up(), start_servers(root), then down() in a finally
+    (always)."""
+    HOST_IP, NS_IP, PORT, NS_NGINX_PORT, PORT0 = "10.213.7.1", "10.213.7.2", 8080, 8081, 8082
     VETH_HOST, VETH_NS = "zfb-h", "zfb-n"
 
     def __init__(self, ns, delay_ms, latency="auto"):
         self.ns, self.delay_ms, self.latency = ns, delay_ms, latency
         self.mode = None
-        self.relay = None
+        self.relays = []
         self.nginx = None
 
     def url(self, path=""):
         return "http://%s:%d/%s" % (self.NS_IP, self.PORT, path)
 
+    def url0(self, path=""):
+        if self.mode != "relay":
+            return None
+        return "http://%s:%d/%s" % (self.NS_IP, self.PORT0, path)
     def up(self):
         if sh(["ip", "netns", "list"]).stdout.split().count(self.ns):
             raise RuntimeError("network namespace %s exists already (a previous run? "
@@ -854,15 +862,20 @@ class Net:
             return
         self.nginx = rs.Nginx(root, listen="127.0.0.1", port=self.NS_NGINX_PORT,
                               master_process=True, netns=self.ns).start()
-        self.relay = subprocess.Popen(
+        for port, delay in ((self.PORT, self.delay_ms), (self.PORT0, 0)):
+            self._start_relay(port, delay)
+
+    def _start_relay(self, port, delay_ms):
+        relay = subprocess.Popen(
             ["ip", "netns", "exec", self.ns, sys.executable, os.path.abspath(__file__), "relay",
-             self.NS_IP, str(self.PORT), "127.0.0.1", str(self.NS_NGINX_PORT),
-             str(self.delay_ms)], stdin=subprocess.DEVNULL)
+             self.NS_IP, str(port), "127.0.0.1", str(self.NS_NGINX_PORT), str(delay_ms)],
+            stdin=subprocess.DEVNULL)
+        self.relays.append(relay)
         deadline = time.monotonic() + 20
         while True:
-            if self.relay.poll() is not None:
-                raise RuntimeError("the relay exited with status %s" % self.relay.returncode)
-            r = sh(["ip", "netns", "exec", self.ns, "ss", "-Hltn", "sport = :%d" % self.PORT],
+            if relay.poll() is not None:
+                raise RuntimeError("the relay exited with status %s" % relay.returncode)
+            r = sh(["ip", "netns", "exec", self.ns, "ss", "-Hltn", "sport = :%d" % port],
                    check=False)
             if r.stdout.strip():
                 break
@@ -871,13 +884,14 @@ class Net:
             time.sleep(0.1)
 
     def down(self):
-        if self.relay is not None and self.relay.poll() is None:
-            self.relay.terminate()
-            try:
-                self.relay.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.relay.kill()
-                self.relay.wait()
+        for relay in self.relays:
+            if relay.poll() is None:
+                relay.terminate()
+                try:
+                    relay.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    relay.kill()
+                    relay.wait()
         if self.nginx is not None:
             try:
                 self.nginx.stop()

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# zarrfs over HTTP with 20 ms of round-trip latency, against zarr-python 2.13 (FSStore over
-# fsspec/aiohttp) reading the same array from the same nginx, in one run. Not part of the tests.
+# zarrfs over HTTP with 20 ms of round-trip latency, in its default (cached) mode and with
+# -o direct_io, against zarr-python 2.13 (FSStore over fsspec/aiohttp) reading the same array from
+# the same nginx, and against the same mounts of the same server answering at once (a relay that
+# delays nothing), in one run. Not part of the tests.
 # See bench/README.md ("Remote: zarrfs over HTTP with latency") and bench_remote.py's docstring.
 #
 #   sudo bash bench/remote.sh                         # 512 MB, 5 repetitions (1-3 minutes)
@@ -12,7 +14,7 @@
 #   ZF_BENCH_REMOTE_DELAY_MS=10   one-way delay each way (round trip: twice that)
 #   ZF_BENCH_REMOTE_LATENCY=auto  netem (tc qdisc netem on the veth pair), relay (a delaying TCP
 #                                 relay in the namespace), auto (netem if the kernel has it)
-#   ZF_BENCH_REMOTE_OPTS=         extra zarrfs -o options (e.g. max_connections=32)
+#   ZF_BENCH_REMOTE_OPTS=         extra zarrfs -o options, both modes (e.g. max_connections=32)
 #   ZF_BENCH_REMOTE_PRETOUCH=0    memory touched and freed before each timed read (e.g. 2G; 0: off)
 #   ZF_BENCH_REPS=5               repetitions; medians are reported
 #   ZF_BENCH_NETNS=zfbench        name of the network namespace (must not exist)
