@@ -109,7 +109,7 @@ TARGETS = {
     ("fromfile_zarr_ratio", "zstd"): 1.0,
 }
 RANDOM_TARGET = 10.0                    # direct random 4 KiB preads / zarr-python's, every codec
-RSS_SLACK_MIB = 64                      # daemon VmHWM <= cache_size + this
+RSS_SLACK_MIB = h.RSS_SLACK_MIB
 # the four mounted sides: key -> (program, direct_io)
 SIDES = {"zf": ("zarrfs", False), "zfd": ("zarrfs", True), "pt": ("passthrough", False),
          "ptd": ("passthrough", True)}
@@ -360,15 +360,7 @@ def run_codec(codec, raw, stamp):
 
 
 def ratio_cell(res, mode, key, codec):
-    v = res["modes"][mode]["median"][key]
-    want = TARGETS.get((key, codec))
-    if want is None:
-        return "**%.2f**" % v
-    return "**%.2f** (≥ %.1f %s)" % (v, want, "✓" if v >= want else "✗")
-
-
-def limit_cell(v, limit):
-    return "%.0f (≤ %.0f %s)" % (v, limit, "✓" if v <= limit else "✗")
+    return h.goal_cell(res["modes"][mode]["median"][key], TARGETS.get((key, codec)))
 
 
 def markdown(results, cfg):
@@ -428,7 +420,7 @@ def markdown(results, cfg):
             lines.append("| %s | %.0f%% | %s | %s | %s | %s | %s | %s | %s | %.0f%% / %.0f%%, "
                          "%.0f%% | %s | %s |" % (
                              r["label"], 100.0 / r["compression_ratio"],
-                             limit_cell(mx["hwm_mib"], limit), limit_cell(mx["hwm_d_mib"], limit),
+                             h.limit_cell(mx["hwm_mib"], limit), h.limit_cell(mx["hwm_d_mib"], limit),
                              h.rng(m, "reused_ptd_ratio", "%.2f"),
                              h.rng(m, "reused_zarrd_ratio", "%.2f"),
                              h.rng(m, "fromfile_zarrd_ratio", "%.2f"),
@@ -457,7 +449,7 @@ def markdown(results, cfg):
                              r["label"], med["random_zf_rps"], med["random_zfd_rps"],
                              med["zarr_random_rps"], med["zarr_random_n"], v, RANDOM_TARGET,
                              "✓" if v >= RANDOM_TARGET else "✗", med["random_ratio"],
-                             mx["random_zf_hwm_mib"], limit_cell(mx["random_zfd_hwm_mib"],
+                             mx["random_zf_hwm_mib"], h.limit_cell(mx["random_zfd_hwm_mib"],
                                                                   limit)))
     profiles = [r for r in results if r.get("perf")]
     if profiles:

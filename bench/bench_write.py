@@ -90,7 +90,7 @@ TARGETS = {
     ("mmap_sync_ratio", "none"): 0.8,
     ("mmap_sync_ratio", "blosc"): 0.8,
 }
-RSS_SLACK_MIB = 64                      # daemon VmHWM <= cache_size + this
+RSS_SLACK_MIB = h.RSS_SLACK_MIB
 
 
 CODEC_LABEL = h.WRITE_CODEC_LABEL
@@ -348,15 +348,7 @@ def run_codec(codec, raw, a, ref):
 # ---------------------------------------------------------------------------- report
 
 def ratio_cell(r, key):
-    v = r["median"][key]
-    want = TARGETS.get((key, r["codec"]))
-    if want is None:
-        return "**%.2f**" % v
-    return "**%.2f** (≥ %.1f %s)" % (v, want, "✓" if v >= want else "✗")
-
-
-def limit_cell(v, limit):
-    return "%.0f (≤ %.0f %s)" % (v, limit, "✓" if v <= limit else "✗")
+    return h.goal_cell(r["median"][key], TARGETS.get((key, r["codec"])))
 
 
 def markdown(results, cfg):
@@ -400,7 +392,7 @@ def markdown(results, cfg):
             lines.append("| %s | %.2f | %.2f | %.2f | %s | %.0f%% | %s |" % (
                 r["label"], med(r, "mmap_dd_s"), med(r, "mmap_unmount_s"),
                 med(r, "zarr_s") + med(r, "zarr_sync_s"), ratio_cell(r, "mmap_sync_ratio"),
-                med(r, "mmap_cpu_pct"), limit_cell(r["max"]["mmap_hwm_mib"], limit)))
+                med(r, "mmap_cpu_pct"), h.limit_cell(r["max"]["mmap_hwm_mib"], limit)))
     lines += [
         "",
         "| codec | dd + fsync s: zarrfs cached / direct | unmount s: cached / direct "
@@ -418,8 +410,8 @@ def markdown(results, cfg):
                              med(r, "zarr_sync_s"), med(r, "ratio"),
                              med(r, "zf_store_bytes") / 1e6, med(r, "zarr_store_bytes") / 1e6,
                              med(r, "zf_cpu_pct"), med(r, "zfd_cpu_pct"), med(r, "ptd_cpu_pct"),
-                             med(r, "zarr_cpu_pct"), limit_cell(r["max"]["zf_hwm_mib"], limit),
-                             limit_cell(r["max"]["zfd_hwm_mib"], limit)))
+                             med(r, "zarr_cpu_pct"), h.limit_cell(r["max"]["zf_hwm_mib"], limit),
+                             h.limit_cell(r["max"]["zfd_hwm_mib"], limit)))
     rng = lambda r, k, f="%.2f": h.rng(r, k, f)
     lines += ["", "| codec | spread (min–max): zarrfs direct s | zarr-python + sync ratio, "
               "direct | passthrough direct ratio | cached zarrfs s | store reads during the "

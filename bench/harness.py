@@ -635,6 +635,21 @@ def zarr_read(store, include_open=False):
 
 # ---------------------------------------------------------------------------- numbers
 
+RSS_SLACK_MIB = 64  # a daemon's VmHWM goal: <= cache_size + this
+
+
+def goal_cell(v, want):
+    """A ratio in bold, with its goal (>= want) marked met or not when there is one."""
+    if want is None:
+        return "**%.2f**" % v
+    return "**%.2f** (≥ %.1f %s)" % (v, want, "✓" if v >= want else "✗")
+
+
+def limit_cell(v, limit):
+    """A figure with its upper bound, marked met or not."""
+    return "%.0f (≤ %.0f %s)" % (v, limit, "✓" if v <= limit else "✗")
+
+
 def mbps(nbytes, t):
     return nbytes / t / 1e6
 
