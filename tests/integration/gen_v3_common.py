@@ -268,6 +268,23 @@ def check_v3_node_xattrs(tc, path, doc, raw=None, fmt=b"3", typestr=None, attrib
     tc.assertErrno(errno.ENODATA, os.getxattr, path, "user.zarr.no_such_attribute")
 
 
+def one_shard_int32_doc(n_inner, inner):
+    """The zarr.json of a 1-D int32 array held in one shard of n_inner inner chunks of `inner`
+    elements (inner codec bytes little-endian; index bytes + crc32c at the end), fill value 0."""
+    return {
+        "zarr_format": 3, "node_type": "array", "shape": [n_inner * inner], "data_type": "int32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [n_inner * inner]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0, "attributes": {},
+        "codecs": [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [inner],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                             {"name": "crc32c"}],
+            "index_location": "end"}}],
+    }
+
+
 def shard_bytes(inner_chunks):
     """One shard of the Zarr v3 sharding codec (codecs/sharding-indexed) with the inner codec
     `bytes` (little-endian) and index codecs `bytes` + `crc32c`, index at the end: inner_chunks

@@ -21,7 +21,7 @@ import numpy as np
 import zarr
 
 import zfmount
-from gen_v3_common import shard_bytes, write_files
+from gen_v3_common import one_shard_int32_doc, shard_bytes, write_files
 from gen_v3_zarrita import zarrita_read
 
 
@@ -79,18 +79,7 @@ N_INNER, INNER = 8, 8  # one shard of 8 inner chunks of 8 int32
 
 
 def shard_files():
-    meta = {
-        "zarr_format": 3, "node_type": "array", "shape": [N_INNER * INNER], "data_type": "int32",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [N_INNER * INNER]}},
-        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": 0, "attributes": {},
-        "codecs": [{"name": "sharding_indexed", "configuration": {
-            "chunk_shape": [INNER],
-            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
-                             {"name": "crc32c"}],
-            "index_location": "end"}}],
-    }
+    meta = one_shard_int32_doc(N_INNER, INNER)
     first = [np.full(INNER, 1, "<i4") for _ in range(N_INNER)]
     first[6] = None  # empty: the fill value
     return {"zarr.json": json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {}}),

@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zfmount  # noqa: E402
 from zfmount import log  # noqa: E402
 from gen_v3_zarrita import zarrita_read  # noqa: E402
+from gen_v3_common import one_shard_int32_doc  # noqa: E402
 import other_writer  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -46,20 +47,7 @@ def make_store(name):
     os.makedirs(os.path.join(root, "a"))
     with open(os.path.join(root, "zarr.json"), "w") as f:
         json.dump({"zarr_format": 3, "node_type": "group", "attributes": {}}, f)
-    meta = {
-        "zarr_format": 3, "node_type": "array", "shape": [N_INNER * INNER],
-        "data_type": "int32",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [N_INNER * INNER]}},
-        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": 0,
-        "codecs": [{"name": "sharding_indexed", "configuration": {
-            "chunk_shape": [INNER],
-            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
-                             {"name": "crc32c"}],
-            "index_location": "end"}}],
-        "attributes": {},
-    }
+    meta = one_shard_int32_doc(N_INNER, INNER)
     with open(os.path.join(root, "a", "zarr.json"), "w") as f:
         json.dump(meta, f)
     return root
