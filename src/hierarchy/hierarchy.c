@@ -113,10 +113,13 @@ static yajl_val consolidated_get(const zf_hierarchy *h, const char *key)
     return zf_cindex_get(h->cindex, key);
 }
 
-/* A metadata document: from consolidated metadata when present, else from the store.
- * *text is malloc'd. */
-zf_status zf_h_get_doc(zf_hierarchy *h, const char *key, char **text, size_t *len, zf_err *err)
+/* zf_h_get_doc, and when the document comes from consolidated metadata, *parsed (if not NULL)
+ * its parsed value there (else NULL). */
+static zf_status get_doc(zf_hierarchy *h, const char *key, char **text, size_t *len,
+                         yajl_val *parsed, zf_err *err)
 {
+    if (parsed)
+        *parsed = NULL;
     if (h->consolidated && (h->format == ZF_FORMAT_V2 || strcmp(key, "zarr.json") != 0)) {
         yajl_val v;
         if (h->format == ZF_FORMAT_V2) {
@@ -133,6 +136,8 @@ zf_status zf_h_get_doc(zf_hierarchy *h, const char *key, char **text, size_t *le
         if (!*text)
             return ZF_ERR_NOMEM;
         *len = strlen(*text);
+        if (parsed)
+            *parsed = v;
         return ZF_OK;
     }
     /* A local document larger than a JSON document may be is refused unread (a remote one is
@@ -155,6 +160,13 @@ zf_status zf_h_get_doc(zf_hierarchy *h, const char *key, char **text, size_t *le
     *text = t;
     *len = b.len;
     return ZF_OK;
+}
+
+/* A metadata document: from consolidated metadata when present, else from the store.
+ * *text is malloc'd. */
+zf_status zf_h_get_doc(zf_hierarchy *h, const char *key, char **text, size_t *len, zf_err *err)
+{
+    return get_doc(h, key, text, len, NULL, err);
 }
 
 static bool doc_exists(zf_hierarchy *h, const char *key)
@@ -203,11 +215,12 @@ static zf_status load_meta_v2(zf_hierarchy *h, const char *prefix, zf_node_meta 
         goto out;
     bool is_array = true;
     const char *key = karr;
-    st = zf_h_get_doc(h, karr, &text, &len, err);
+    yajl_val parsed; /* from consolidated metadata: not parsed again */
+    st = get_doc(h, karr, &text, &len, &parsed, err);
     if (st == ZF_ERR_NOT_FOUND) {
         is_array = false;
         key = kgrp;
-        st = zf_h_get_doc(h, kgrp, &text, &len, err);
+        st = get_doc(h, kgrp, &text, &len, &parsed, err);
     }
     if (st != ZF_OK)
         goto out;
@@ -217,8 +230,12 @@ static zf_status load_meta_v2(zf_hierarchy *h, const char *prefix, zf_node_meta 
         st = ast == ZF_ERR_INVALID ? zf_fail(err, ast, "%s", aerr.msg) : ast;
         goto out;
     }
-    st = is_array ? zf_meta_parse_v2_array(key, text, len, attrs, m, err)
-                  : zf_meta_parse_v2_group(key, text, len, attrs, m, err);
+    if (parsed)
+        st = zf_meta_parse_v2_parsed(is_array ? ZF_NODE_ARRAY : ZF_NODE_GROUP, key, text, len,
+                                     parsed, attrs, m, err);
+    else
+        st = is_array ? zf_meta_parse_v2_array(key, text, len, attrs, m, err)
+                      : zf_meta_parse_v2_group(key, text, len, attrs, m, err);
     if (st != ZF_OK)
         goto out;
     /* A node of consolidated metadata has the time of the document it comes from (a stat of
