@@ -28,6 +28,8 @@ configuration, no added latency: ZF_BENCH_LISTING_WHERE=local,http), .zmetadata 
                its CPU time from RUSAGE_CHILDREN. Before the first repetition, one untimed run
                counting the nodes visititems visits checks the store.
 Ratio = zarrfs seconds / zarr-python seconds per repetition, then its median (goal: <= 0.5).
+ZF_BENCH_LISTING_BASELINE=PATH adds a third side, another zarrfs binary (the code before a change)
+measured as zarrfs is, and the ratio zarrfs / baseline.
 Results: ZF_BENCH_DIR/listing/results/bench-listing-TIME.json and .md; `bench_listing.py --report
 FILE.json` re-renders the tables.
 """
@@ -51,6 +53,7 @@ CFG = h.knobs(
     deep=env("ZF_BENCH_LISTING_DEEP", "500x199"),
     where=env("ZF_BENCH_LISTING_WHERE", "local,http").split(","),
     opts=env("ZF_BENCH_LISTING_OPTS", ""),
+    baseline=env("ZF_BENCH_LISTING_BASELINE", ""),
 )
 DIR = os.path.join(CFG["dir"], "listing")
 DATA, MNT = os.path.join(DIR, "data"), os.path.join(DIR, "mnt")
@@ -138,9 +141,9 @@ def make_store(shape):
 
 # ---------------------------------------------------------------------------- measurements
 
-def run_zarrfs(store, nodes, logfile):
+def run_zarrfs(store, nodes, logfile, binary=None):
     opts = [o for o in CFG["opts"].split(",") if o]
-    cmd = h.zarrfs_cmd(CFG["zarrfs"], store, MNT, opts)
+    cmd = h.zarrfs_cmd(binary or CFG["zarrfs"], store, MNT, opts)
     t0 = time.perf_counter()
     with h.Daemon(cmd, MNT, logfile, one_file=False, mount_timeout=CFG["phase_timeout"]) as d:
         t1 = time.perf_counter()
@@ -184,18 +187,28 @@ def run_case(shape, where, path, nodes, nginx):
     for rep in range(CFG["reps"]):
         h.prewarm(zmeta)
         r = {}
-        for side in (("zarrfs", "zarr") if rep % 2 == 0 else ("zarr", "zarrfs")):
+        sides = ["zarrfs", "zarr"] + (["baseline"] if CFG["baseline"] else [])
+        for side in (sides if rep % 2 == 0 else sides[::-1]):
             if side == "zarrfs":
                 r.update(run_zarrfs(store, nodes, os.path.join(DIR, "daemon.log")))
+            elif side == "baseline":
+                b = run_zarrfs(store, nodes, os.path.join(DIR, "daemon.log"), CFG["baseline"])
+                r.update({"baseline_" + k: v for k, v in b.items()})
             else:
                 r["zarr_s"], r["zarr_cpu_s"], _ = run_zarr(store)
         r["ratio"] = r["zarrfs_s"] / r["zarr_s"]
+        if CFG["baseline"]:
+            r["ratio_baseline"] = r["zarrfs_s"] / r["baseline_zarrfs_s"]
         r["load1_end"] = os.getloadavg()[0]
         res["reps"].append(r)
         log("    rep %d: zarrfs %.2f s (mount %.2f + find %.2f; daemon CPU %.2f s, %d requests), "
             "zarr-python %.2f s: ratio %.3f; load %.1f"
             % (rep, r["zarrfs_s"], r["zarrfs_mount_s"], r["zarrfs_walk_s"], r["daemon_cpu_s"],
                r["requests"], r["zarr_s"], r["ratio"], r["load1_end"]))
+        if CFG["baseline"]:
+            log("      baseline zarrfs %.2f s (mount %.2f + find %.2f; %d requests)"
+                % (r["baseline_zarrfs_s"], r["baseline_zarrfs_mount_s"],
+                   r["baseline_zarrfs_walk_s"], r["baseline_requests"]))
     res.update(h.summarize(res["reps"]))
     return res
 
@@ -216,6 +229,17 @@ def markdown(results):
                          med(r, "zarrfs_s"), med(r, "zarrfs_mount_s"), med(r, "zarrfs_walk_s"),
                          med(r, "zarr_s"), med(r, "ratio"), ok, med(r, "daemon_cpu_s"),
                          med(r, "hwm_mib"), med(r, "requests"), med(r, "zarr_cpu_s")))
+    if any("baseline_zarrfs_s" in r["median"] for r in results):
+        lines += ["", "| store | where | zarrfs s | baseline zarrfs s (ZF_BENCH_LISTING_BASELINE) "
+                  "| mount s | `find` s | daemon CPU s | store requests | **zarrfs / baseline** |",
+                  "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+        for r in results:
+            if "baseline_zarrfs_s" in r["median"]:
+                lines.append("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %d | **%.3f** |" % (
+                    r["shape"], r["where"], med(r, "zarrfs_s"), med(r, "baseline_zarrfs_s"),
+                    med(r, "baseline_zarrfs_mount_s"), med(r, "baseline_zarrfs_walk_s"),
+                    med(r, "baseline_daemon_cpu_s"), med(r, "baseline_requests"),
+                    med(r, "ratio_baseline")))
     rng = lambda r, k, f="%.2f": h.rng(r, k, f)
     lines += ["", "| store | where | spread (min–max): zarrfs s | zarr-python s | ratio "
               "| load average (1 min) |", "|---|---|--:|--:|--:|--:|"]

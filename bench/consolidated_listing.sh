@@ -17,6 +17,8 @@
 #                                    find prints (2 bytes a level) must fit PATH_MAX (4096)
 #   ZF_BENCH_LISTING_WHERE=local,http
 #   ZF_BENCH_LISTING_OPTS=           extra zarrfs -o options
+#   ZF_BENCH_LISTING_BASELINE=       another zarrfs binary (e.g. the code before a change) timed as
+#                                    a third side; copied first, as ZARRFS is
 #   ZF_BENCH_REPS=5                  repetitions; medians are reported
 #   ZF_BENCH_PHASE_TIMEOUT=600       seconds for one mount, walk or zarr-python run
 #   ZF_BENCH_DIR=/tmp/zarrfs-bench   its listing/ holds the stores (generated once, reused; about
@@ -41,5 +43,6 @@ if [[ ,${ZF_BENCH_LISTING_WHERE:-local,http}, == *,http,* ]] && ! command -v ngi
 fi
 mkdir -p "$zf_dir/mnt"
 zf_freeze ZARRFS zarrfs.bin
+if [[ -n ${ZF_BENCH_LISTING_BASELINE:-} ]]; then zf_freeze ZF_BENCH_LISTING_BASELINE baseline.bin; fi
 zf_unmount_on_exit "$zf_dir"
 zf_run bench_listing.py
