@@ -304,16 +304,17 @@ def is_mounted(mnt):
 class Daemon:
     """A foreground FUSE daemon (`cmd` ends with the mount point `mnt`), its log appended to
     `logfile`. Mounted when the constructor returns, with .file the one visible file of the mount
-    (hidden names such as .zarrfs-stats aside), checked to be `nbytes` long if given. Unmounted by
+    (hidden names such as .zarrfs-stats aside), checked to be `nbytes` long if given; with
+    one_file=False the mount is not looked at (a hierarchy; the mount is polled every 2 ms). Unmounted by
     close() or the with statement, which raise if the daemon exits with a non-zero status.
     new_session: the daemon gets its own process group (killed as a group)."""
 
     def __init__(self, cmd, mnt, logfile, nbytes=None, mount_timeout=30.0, close_timeout=30.0,
-                 new_session=False):
+                 new_session=False, one_file=True):
         if is_mounted(mnt):
             raise RuntimeError("%s is already mounted" % mnt)
         self.mnt, self.logfile, self.close_timeout = mnt, logfile, close_timeout
-        self.new_session, self.closed = new_session, False
+        self.new_session, self.closed, self.one_file = new_session, False, one_file
         self.log = open(logfile, "ab")
         self.log.write(("\n=== %s %s\n" % (time.strftime("%T"), " ".join(cmd))).encode())
         self.log.flush()
@@ -335,13 +336,15 @@ class Daemon:
             if time.monotonic() > deadline:
                 raise RuntimeError("%s did not mount within %.0f s"
                                    % (os.path.basename(self.p.args[0]), timeout))
-            time.sleep(0.02)
+            time.sleep(0.02 if self.one_file else 0.002)
+        self.stats_file = os.path.join(self.mnt, ".zarrfs-stats")   # found by name, maybe unlisted
+        if not self.one_file:
+            return
         all_names = os.listdir(self.mnt)
         names = [n for n in all_names if not n.startswith(".")]
         if len(names) != 1:
             raise RuntimeError("expected one file in the mount, got %r" % all_names)
         self.file = os.path.join(self.mnt, names[0])
-        self.stats_file = os.path.join(self.mnt, ".zarrfs-stats")   # found by name, maybe unlisted
         if not os.path.exists(self.stats_file):
             self.stats_file = None
         if nbytes is not None and os.path.getsize(self.file) != nbytes:

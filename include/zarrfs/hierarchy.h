@@ -42,6 +42,11 @@ typedef struct zf_node {
     struct zf_node *pending_next;
     uint64_t gen;          /* arrays: bumped by each resize (a new chunk-cache id) */
     _Atomic bool read_failed_logged; /* an undecodable array's failed read was logged */
+    /* v3 groups with their own inline consolidated metadata (below the root): its index, made
+     * on first use (cindexed), over cdoc, the parsed document */
+    bool cindexed;
+    struct zf_cindex *cindex;
+    struct yajl_val_s *cdoc;
     /* Derived nodes (-o sidecars): a read-only file generated from another node's metadata
      * (a sidecar header, or a header followed by the base array's bytes). Read them with
      * zf_hierarchy_read_derived; they cannot be written, resized or given metadata. */

@@ -82,6 +82,13 @@ zf_status zf_meta_parse_v2_array(const char *key, const char *text, size_t len,
 /* Parse a v2 .zgroup document. Errors as above ("zarr_format" must be 2). */
 zf_status zf_meta_parse_v2_group(const char *key, const char *text, size_t len,
                                  const char *attrs_json, zf_node_meta *meta, zf_err *err);
+/* Either of the above (kind ZF_NODE_ARRAY or ZF_NODE_GROUP) with the document parsed already:
+ * doc (zf_json_parse's tree, not freed here) is the JSON of text (len bytes, kept as the
+ * metadata's text). For consolidated metadata, parsed once whole: its entries are not parsed
+ * again. Errors as above; ZF_ERR_INVALID when doc is not an object. */
+zf_status zf_meta_parse_v2_parsed(zf_node_kind kind, const char *key, const char *text,
+                                  size_t len, yajl_val doc, const char *attrs_json,
+                                  zf_node_meta *meta, zf_err *err);
 
 /* The dimension names of a v2 array of ndim dimensions: xarray's "_ARRAY_DIMENSIONS" member of
  * the attributes (JSON object text, len bytes) when it is a list of ndim entries, as JSON list

@@ -33,7 +33,7 @@ static char *mark_specials(const char *text, size_t len)
             }
         } else if (c == '"') {
             in_string = true;
-        } else {
+        } else if (c == '-' || c == 'I' || c == 'N') { /* how the three tokens start */
             size_t k;
             for (k = 0; k < 3; k++) {
                 size_t n = strlen(SPECIALS[k]);

@@ -50,7 +50,33 @@ static size_t hash_path(const char *p)
     size_t h = 1469598103934665603ull;
     for (; *p; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return h % NBUCKETS;
+    return h;
+}
+
+/* The chain of path's bucket. */
+static zf_node **bucket(const zf_hierarchy *h, const char *path)
+{
+    return &h->buckets[hash_path(path) & (h->nbuckets - 1)];
+}
+
+/* Twice as many buckets (mu held), so that chains stay short however many nodes are looked up;
+ * without memory for it, the chains grow instead. */
+static void grow_buckets(zf_hierarchy *h)
+{
+    size_t nb = h->nbuckets * 2;
+    zf_node **b = calloc(nb, sizeof *b);
+    if (!b)
+        return;
+    for (size_t i = 0; i < h->nbuckets; i++)
+        for (zf_node *o = h->buckets[i], *next; o; o = next) {
+            next = o->hnext;
+            size_t k = hash_path(o->path) & (nb - 1);
+            o->hnext = b[k];
+            b[k] = o;
+        }
+    free(h->buckets);
+    h->buckets = b;
+    h->nbuckets = nb;
 }
 
 char *zf_root_array_name(const char *store_name)
@@ -81,54 +107,19 @@ char *zf_root_array_name(const char *store_name)
     return name;
 }
 
-/* Order indices of the keys of a JSON object by key, equal keys by index (qsort_r context:
- * the object). */
-static int by_key(const void *a, const void *b, void *obj)
-{
-    size_t i = *(const size_t *)a, j = *(const size_t *)b;
-    const char **keys = ((yajl_val)obj)->u.object.keys;
-    int c = strcmp(keys[i], keys[j]);
-    return c ? c : (i > j) - (i < j);
-}
-
-/* Sort the consolidated metadata's keys once, so that each document lookup is a binary search,
- * not a scan of every key (a store's hundred thousand nodes made listing them quadratic).
- * Without memory for it, lookups scan. */
-static void index_consolidated(zf_hierarchy *h)
-{
-    size_t n = h->consolidated->u.object.len;
-    h->consolidated_order = malloc((n ? n : 1) * sizeof *h->consolidated_order);
-    if (!h->consolidated_order)
-        return;
-    for (size_t i = 0; i < n; i++)
-        h->consolidated_order[i] = i;
-    qsort_r(h->consolidated_order, n, sizeof *h->consolidated_order, by_key, h->consolidated);
-}
-
 /* The consolidated metadata's value for key (its first, as zf_json_get), or NULL. */
 static yajl_val consolidated_get(const zf_hierarchy *h, const char *key)
 {
-    if (!h->consolidated_order)
-        return zf_json_get(h->consolidated, key);
-    const size_t *ord = h->consolidated_order;
-    const char **keys = h->consolidated->u.object.keys;
-    size_t lo = 0, hi = h->consolidated->u.object.len;
-    while (lo < hi) { /* the first position whose key is not below key */
-        size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(keys[ord[mid]], key) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < h->consolidated->u.object.len && strcmp(keys[ord[lo]], key) == 0)
-        return h->consolidated->u.object.values[ord[lo]];
-    return NULL;
+    return zf_cindex_get(h->cindex, key);
 }
 
-/* A metadata document: from consolidated metadata when present, else from the store.
- * *text is malloc'd. */
-zf_status zf_h_get_doc(zf_hierarchy *h, const char *key, char **text, size_t *len, zf_err *err)
+/* zf_h_get_doc, and when the document comes from consolidated metadata, *parsed (if not NULL)
+ * its parsed value there (else NULL). */
+static zf_status get_doc(zf_hierarchy *h, const char *key, char **text, size_t *len,
+                         yajl_val *parsed, zf_err *err)
 {
+    if (parsed)
+        *parsed = NULL;
     if (h->consolidated && (h->format == ZF_FORMAT_V2 || strcmp(key, "zarr.json") != 0)) {
         yajl_val v;
         if (h->format == ZF_FORMAT_V2) {
@@ -145,6 +136,8 @@ zf_status zf_h_get_doc(zf_hierarchy *h, const char *key, char **text, size_t *le
         if (!*text)
             return ZF_ERR_NOMEM;
         *len = strlen(*text);
+        if (parsed)
+            *parsed = v;
         return ZF_OK;
     }
     /* A document larger than a JSON document may be is refused on the size its store announces
@@ -174,6 +167,13 @@ zf_status zf_h_get_doc(zf_hierarchy *h, const char *key, char **text, size_t *le
     return ZF_OK;
 }
 
+/* A metadata document: from consolidated metadata when present, else from the store.
+ * *text is malloc'd. */
+zf_status zf_h_get_doc(zf_hierarchy *h, const char *key, char **text, size_t *len, zf_err *err)
+{
+    return get_doc(h, key, text, len, NULL, err);
+}
+
 static bool doc_exists(zf_hierarchy *h, const char *key)
 {
     if (h->consolidated && h->format == ZF_FORMAT_V2)
@@ -181,8 +181,13 @@ static bool doc_exists(zf_hierarchy *h, const char *key)
     return zf_store_stat(h->store, key, NULL, NULL, NULL) == ZF_OK;
 }
 
+static const char *const v2_docs[] = {".zarray", ".zgroup", NULL};
+static const char *const v3_docs[] = {"zarr.json", NULL};
+
 /* Zarr v2 before zarr-python 2.8 wrote nested chunk keys ("0/0") without saying so in
- * .zarray. When the array directory holds a numbered sub-directory, the chunks are nested. */
+ * .zarray. When the array directory holds a numbered sub-directory, the chunks are nested.
+ * Asked when the array is first opened, not at its lookup: a listing of many arrays would
+ * otherwise list each array's directory (a request each over HTTP). */
 static void detect_nested_chunks(zf_hierarchy *h, const char *prefix, zf_array_meta *a)
 {
     if (a->dimension_separator_given || a->ndim < 2)
@@ -215,11 +220,12 @@ static zf_status load_meta_v2(zf_hierarchy *h, const char *prefix, zf_node_meta 
         goto out;
     bool is_array = true;
     const char *key = karr;
-    st = zf_h_get_doc(h, karr, &text, &len, err);
+    yajl_val parsed; /* from consolidated metadata: not parsed again */
+    st = get_doc(h, karr, &text, &len, &parsed, err);
     if (st == ZF_ERR_NOT_FOUND) {
         is_array = false;
         key = kgrp;
-        st = zf_h_get_doc(h, kgrp, &text, &len, err);
+        st = get_doc(h, kgrp, &text, &len, &parsed, err);
     }
     if (st != ZF_OK)
         goto out;
@@ -229,13 +235,17 @@ static zf_status load_meta_v2(zf_hierarchy *h, const char *prefix, zf_node_meta 
         st = ast == ZF_ERR_INVALID ? zf_fail(err, ast, "%s", aerr.msg) : ast;
         goto out;
     }
-    st = is_array ? zf_meta_parse_v2_array(key, text, len, attrs, m, err)
-                  : zf_meta_parse_v2_group(key, text, len, attrs, m, err);
+    if (parsed)
+        st = zf_meta_parse_v2_parsed(is_array ? ZF_NODE_ARRAY : ZF_NODE_GROUP, key, text, len,
+                                     parsed, attrs, m, err);
+    else
+        st = is_array ? zf_meta_parse_v2_array(key, text, len, attrs, m, err)
+                      : zf_meta_parse_v2_group(key, text, len, attrs, m, err);
     if (st != ZF_OK)
         goto out;
-    if (is_array && m->unsupported == ZF_OK)
-        detect_nested_chunks(h, prefix, &m->array);
-    if (zf_store_stat(h->store, key, NULL, mtime, NULL) != ZF_OK)
+    /* A node of consolidated metadata has the time of the document it comes from (a stat of
+     * its own key would be a request per node over HTTP). */
+    if (h->consolidated || zf_store_stat(h->store, key, NULL, mtime, NULL) != ZF_OK)
         *mtime = h->root_mtime;
 out:
     free(karr);
@@ -269,8 +279,8 @@ static zf_status load_meta_v3(zf_hierarchy *h, const char *path, zf_node_meta *m
         if ((st = v3_implicit(h, path, err)) == ZF_OK)
             st = implicit_group_meta(h, m, mtime);
     } else if (st == ZF_OK && (st = zf_meta_parse_v3(key, text, len, m, err)) == ZF_OK &&
-               zf_store_stat(h->store, key, NULL, mtime, NULL) != ZF_OK) {
-        *mtime = h->root_mtime;
+               (h->consolidated || zf_store_stat(h->store, key, NULL, mtime, NULL) != ZF_OK)) {
+        *mtime = h->root_mtime; /* from consolidated metadata: its time, as v2 */
     }
     free(key);
     free(text);
@@ -361,8 +371,7 @@ char *zf_h_data_prefix(zf_hierarchy *h, const char *path)
 /* Insert a node (mu held); returns the node now in the table for its path. */
 zf_node *zf_h_insert_locked(zf_hierarchy *h, zf_node *n)
 {
-    size_t b = hash_path(n->path);
-    for (zf_node *o = h->buckets[b]; o; o = o->hnext)
+    for (zf_node *o = *bucket(h, n->path); o; o = o->hnext)
         if (strcmp(o->path, n->path) == 0)
             return o;
     if (h->nnodes == h->cap) {
@@ -375,8 +384,11 @@ zf_node *zf_h_insert_locked(zf_hierarchy *h, zf_node *n)
     }
     n->id = ++h->nnodes;
     h->by_id[n->id - 1] = n;
-    n->hnext = h->buckets[b];
-    h->buckets[b] = n;
+    if (h->nnodes > h->nbuckets)
+        grow_buckets(h);
+    zf_node **b = bucket(h, n->path);
+    n->hnext = *b;
+    *b = n;
     return n;
 }
 
@@ -386,6 +398,9 @@ void zf_h_node_free(zf_node *n)
         return;
     zf_array_close(n->array);
     zf_hierarchy_names_free(n->listing, n->nlisting);
+    zf_cindex_free(n->cindex);
+    if (n->cdoc)
+        yajl_tree_free(n->cdoc);
     zf_node_meta_free(&n->meta);
     free(n->dhdr);
     pthread_mutex_destroy(&n->mu);
@@ -419,7 +434,7 @@ double zf_h_mono_now(void)
 /* Take a node out of the path table (mu held); it stays in by_id for open files. */
 void zf_h_unlink_locked(zf_hierarchy *h, zf_node *n)
 {
-    for (zf_node **pp = &h->buckets[hash_path(n->path)]; *pp; pp = &(*pp)->hnext)
+    for (zf_node **pp = bucket(h, n->path); *pp; pp = &(*pp)->hnext)
         if (*pp == n) {
             *pp = n->hnext;
             n->hnext = NULL;
@@ -434,7 +449,7 @@ static bool same_text(const char *a, const char *b)
 
 zf_node *zf_h_find_locked(zf_hierarchy *h, const char *path)
 {
-    for (zf_node *o = h->buckets[hash_path(path)]; o; o = o->hnext)
+    for (zf_node *o = *bucket(h, path); o; o = o->hnext)
         if (strcmp(o->path, path) == 0)
             return o;
     return NULL;
@@ -657,64 +672,43 @@ zf_status zf_h_unique_names(char **names, size_t *n)
     return ZF_OK;
 }
 
-static const char *const v2_docs[] = {".zarray", ".zgroup", NULL};
-static const char *const v3_docs[] = {"zarr.json", NULL};
-
-/* Children of prefix in consolidated metadata md (from `source`, for messages): v2 (docs =
- * v2_docs) has keys "<prefix>/<child>/.zarray" or ".zgroup"; v3 (docs NULL) has node paths
- * "<prefix>/<child>", relative to the group holding md. */
-static zf_status list_consolidated(yajl_val md, const char *source, const char *prefix,
-                                   const char *const *docs, char ***names, size_t *n,
-                                   size_t *cap)
-{
-    size_t pl = strlen(prefix);
-    for (size_t i = 0; i < md->u.object.len; i++) {
-        const char *key = md->u.object.keys[i];
-        if (!zf_key_is_valid(key)) {
-            zf_log_warn("%s: ignoring invalid key \"%s\"", source, key);
-            continue;
-        }
-        if (pl && (strncmp(key, prefix, pl) != 0 || key[pl] != '/'))
-            continue;
-        const char *rest = key + (pl ? pl + 1 : 0), *slash = strchr(rest, '/');
-        bool is_doc = false;
-        for (const char *const *d = docs; slash && d && *d && !is_doc; d++)
-            is_doc = strcmp(slash + 1, *d) == 0;
-        if (docs && !is_doc)
-            continue;
-        /* v3: a node further down names the child too, an implicit group when it has no entry */
-        zf_status st = zf_h_push_name(names, n, cap, rest, slash ? (size_t)(slash - rest) : strlen(rest));
-        if (st != ZF_OK)
-            return st;
-    }
-    return ZF_OK;
-}
-
-/* The inline consolidated metadata ("metadata" object, non-empty) of a v3 node's document;
- * *doc is to be freed by the caller. NULL when it has none. */
-static yajl_val own_consolidated(const zf_node *n, yajl_val *doc)
+/* The index of the inline consolidated metadata ("metadata" object, non-empty) of a v3 group's
+ * document, made on first use and kept with the node (whose document it indexes); NULL when it
+ * has none, or no memory for it. */
+static const zf_cindex *own_consolidated(zf_node *n)
 {
     const char *text = n->meta.metadata_json;
-    *doc = NULL;
-    if (!n->meta.consolidated || !text ||
-        zf_json_parse("zarr.json", text, strlen(text), doc, NULL) != ZF_OK)
+    if (!n->meta.consolidated || !text)
         return NULL;
-    yajl_val cm = zf_json_get(*doc, "consolidated_metadata");
-    yajl_val kind = zf_json_get(cm, "kind"), md = zf_json_get(cm, "metadata");
-    if (YAJL_IS_STRING(kind) && strcmp(kind->u.string, "inline") == 0 && YAJL_IS_OBJECT(md) &&
-        md->u.object.len > 0)
-        return md;
-    yajl_tree_free(*doc);
-    *doc = NULL;
-    return NULL;
+    pthread_mutex_lock(&n->mu);
+    if (!n->cindexed) {
+        yajl_val doc;
+        if (zf_json_parse("zarr.json", text, strlen(text), &doc, NULL) == ZF_OK) {
+            yajl_val cm = zf_json_get(doc, "consolidated_metadata");
+            yajl_val kind = zf_json_get(cm, "kind"), md = zf_json_get(cm, "metadata");
+            char *source = NULL;
+            if (YAJL_IS_STRING(kind) && strcmp(kind->u.string, "inline") == 0 &&
+                YAJL_IS_OBJECT(md) && md->u.object.len > 0 &&
+                asprintf(&source, "%s%szarr.json: \"consolidated_metadata\"", n->path,
+                         n->path[0] ? "/" : "") >= 0 &&
+                zf_cindex_build(md, false, source, &n->cindex) == ZF_OK)
+                n->cdoc = doc;
+            else
+                yajl_tree_free(doc);
+            free(source);
+        }
+        n->cindexed = true;
+    }
+    pthread_mutex_unlock(&n->mu);
+    return n->cindex;
 }
 
 /* The inline consolidated metadata that lists the children of the v3 group at path: the
  * group's own or its nearest ancestor's (zarr-python 3 may consolidate below the root; its keys
- * are paths relative to that group). *doc is the caller's to free; *rel is path relative to that
- * group (a suffix of path). ZF_ERR_NOT_FOUND when none has any. */
-static zf_status nearest_consolidated(zf_hierarchy *h, const char *path, yajl_val *md,
-                                      yajl_val *doc, const char **rel)
+ * are paths relative to that group). *rel is path relative to that group (a suffix of path).
+ * ZF_ERR_NOT_FOUND when none has any. */
+static zf_status nearest_consolidated(zf_hierarchy *h, const char *path, const zf_cindex **ix,
+                                      const char **rel)
 {
     char *anc = strdup(path);
     if (!anc)
@@ -723,7 +717,7 @@ static zf_status nearest_consolidated(zf_hierarchy *h, const char *path, yajl_va
     for (;;) {
         zf_node *a;
         if (zf_hierarchy_lookup(h, anc, &a, NULL) == ZF_OK && a->is_dir &&
-            (*md = own_consolidated(a, doc)) != NULL) {
+            (*ix = own_consolidated(a)) != NULL) {
             size_t al = strlen(anc);
             *rel = path + al + (al && path[al] == '/');
             st = ZF_OK;
@@ -746,27 +740,10 @@ static zf_status nearest_consolidated(zf_hierarchy *h, const char *path, yajl_va
 static zf_status list_own_consolidated(zf_hierarchy *h, zf_node *dir, char ***names, size_t *n,
                                        size_t *cap)
 {
-    yajl_val md, doc;
+    const zf_cindex *ix;
     const char *rel;
-    zf_status st = nearest_consolidated(h, dir->path, &md, &doc, &rel);
-    if (st == ZF_OK) {
-        st = list_consolidated(md, "zarr.json: \"consolidated_metadata\"", rel, NULL, names, n,
-                               cap);
-        yajl_tree_free(doc);
-    }
-    return st;
-}
-
-/* v3 consolidated metadata md (node paths relative to its group) names a node below rel. */
-static bool consolidated_below(yajl_val md, const char *rel)
-{
-    size_t rl = strlen(rel);
-    for (size_t i = 0; i < md->u.object.len; i++) {
-        const char *key = md->u.object.keys[i];
-        if (strncmp(key, rel, rl) == 0 && key[rl] == '/' && zf_key_is_valid(key))
-            return true;
-    }
-    return false;
+    zf_status st = nearest_consolidated(h, dir->path, &ix, &rel);
+    return st == ZF_OK ? zf_cindex_list(ix, rel, names, n, cap) : st;
 }
 
 /* Final v3 without consolidated metadata: the store holds something at path where a node could
@@ -814,15 +791,14 @@ static zf_status v3_implicit(zf_hierarchy *h, const char *path, zf_err *err)
     if (st == ZF_OK && (!p->is_dir || p->virtual_root))
         st = ZF_ERR_NOT_FOUND; /* below an array: its chunks */
     if (st == ZF_OK) {
-        yajl_val md, doc;
+        const zf_cindex *ix;
         const char *rel;
         if (h->consolidated) {
-            st = consolidated_below(h->consolidated, path) ? ZF_OK : ZF_ERR_NOT_FOUND;
-        } else if ((st = nearest_consolidated(h, parent, &md, &doc, &rel)) == ZF_OK) {
+            st = zf_cindex_has_below(h->cindex, path) ? ZF_OK : ZF_ERR_NOT_FOUND;
+        } else if ((st = nearest_consolidated(h, parent, &ix, &rel)) == ZF_OK) {
             char *r = zf_h_join(rel, name);
-            st = !r ? ZF_ERR_NOMEM : consolidated_below(md, r) ? ZF_OK : ZF_ERR_NOT_FOUND;
+            st = !r ? ZF_ERR_NOMEM : zf_cindex_has_below(ix, r) ? ZF_OK : ZF_ERR_NOT_FOUND;
             free(r);
-            yajl_tree_free(doc);
         } else if (st == ZF_ERR_NOT_FOUND) {
             st = store_implicit(h, path, err);
         }
@@ -1019,9 +995,8 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
     }
     if (dir->virtual_root)
         st = zf_h_push_name(names, n, &cap, h->root_array_name, strlen(h->root_array_name));
-    else if (h->format == ZF_FORMAT_V3 && h->consolidated)
-        st = list_consolidated(h->consolidated, "zarr.json: \"consolidated_metadata\"",
-                               dir->prefix, NULL, names, n, &cap);
+    else if (h->consolidated) /* the root's: v2 .zmetadata, v3 inline */
+        st = zf_cindex_list(h->cindex, dir->prefix, names, n, &cap);
     else if (h->format == ZF_FORMAT_V3 && (st = list_own_consolidated(h, dir, names, n, &cap)) !=
                                               ZF_ERR_NOT_FOUND)
         ; /* the group's own consolidated metadata */
@@ -1029,9 +1004,6 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
         st = list_store(h, dir->prefix, v3_docs, names, n, &cap, err);
     else if (h->format != ZF_FORMAT_V2)
         st = list_draft(h, dir->prefix, names, n, &cap, err);
-    else if (h->consolidated)
-        st = list_consolidated(h->consolidated, ".zmetadata", dir->prefix, v2_docs, names, n,
-                               &cap);
     else
         st = list_store(h, dir->prefix, v2_docs, names, n, &cap, err);
     if (st == ZF_OK && !dir->virtual_root)
@@ -1121,6 +1093,8 @@ zf_status zf_hierarchy_array(zf_hierarchy *h, zf_node *node, zf_array **out, zf_
     pthread_mutex_lock(&node->mu);
     zf_status st = ZF_OK;
     if (!node->array) {
+        if (h->format == ZF_FORMAT_V2)
+            detect_nested_chunks(h, node->prefix, &node->meta.array);
         char *dp = zf_h_data_prefix(h, node->prefix);
         st = dp ? zf_array_open(h->store, dp, &node->meta.array, h->cache, h->pool,
                                 node->id + (node->gen << GEN_SHIFT), &node->array, err)
@@ -1201,9 +1175,12 @@ static zf_status read_consolidated(zf_hierarchy *h, zf_err *err)
         yajl_tree_free(doc);
         return zf_fail(err, ZF_ERR_INVALID, ".zmetadata: \"metadata\": expected an object");
     }
+    if ((st = zf_cindex_build(md, true, ".zmetadata", &h->cindex)) != ZF_OK) {
+        yajl_tree_free(doc);
+        return st;
+    }
     h->consolidated_doc = doc;
     h->consolidated = md;
-    index_consolidated(h);
     zf_store_stat(h->store, ".zmetadata", NULL, &h->root_mtime, NULL);
     return ZF_OK;
 }
@@ -1223,9 +1200,13 @@ static zf_status read_consolidated_v3(zf_hierarchy *h, const char *text, size_t 
     yajl_val kind = zf_json_get(cm, "kind"), md = zf_json_get(cm, "metadata");
     if (YAJL_IS_OBJECT(cm) && YAJL_IS_STRING(kind) && strcmp(kind->u.string, "inline") == 0 &&
         YAJL_IS_OBJECT(md)) {
+        if ((st = zf_cindex_build(md, false, "zarr.json: \"consolidated_metadata\"",
+                                  &h->cindex)) != ZF_OK) {
+            yajl_tree_free(doc);
+            return st;
+        }
         h->consolidated_doc = doc;
         h->consolidated = md;
-        index_consolidated(h);
         return ZF_OK;
     }
     if (cm && !YAJL_IS_NULL(cm))
@@ -1288,6 +1269,13 @@ zf_status zf_hierarchy_open(zf_store *store, const char *store_name,
     }
     h->store = store;
     pthread_mutex_init(&h->mu, NULL);
+    h->nbuckets = NBUCKETS;
+    if (!(h->buckets = calloc(h->nbuckets, sizeof *h->buckets))) {
+        pthread_mutex_destroy(&h->mu);
+        free(h);
+        zf_store_close(store);
+        return ZF_ERR_NOMEM;
+    }
     clock_gettime(CLOCK_REALTIME, &h->root_mtime);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     h->threads = opts->threads ? opts->threads : (unsigned)(ncpu > 0 ? ncpu : 1);
@@ -1353,10 +1341,11 @@ void zf_hierarchy_free(zf_hierarchy *h)
     for (size_t i = 0; i < h->nnodes; i++)
         zf_h_node_free(h->by_id[i]);
     free(h->by_id);
+    free(h->buckets);
     zf_h_free_retired(h);
     if (h->consolidated_doc)
         yajl_tree_free(h->consolidated_doc);
-    free(h->consolidated_order);
+    zf_cindex_free(h->cindex);
     zf_cache_free(h->cache);
     zf_store_close(h->store);
     free(h->root_array_name);

@@ -7,7 +7,25 @@
 
 #include "zarrfs/hierarchy.h"
 
+/* Buckets of the path table at first; it doubles when it holds as many nodes. */
 #define NBUCKETS 4096
+
+/* Consolidated metadata indexed once (consolidated.c): documents by key, children by parent. */
+typedef struct zf_cindex zf_cindex;
+/* Index md, the consolidated metadata object (it must outlive the index): v2 (.zmetadata: a
+ * child N of P is named by "P/N/.zarray" or "P/N/.zgroup") or v3 (keys are node paths; their
+ * ancestors are groups too). Invalid keys and names longer than NAME_MAX are left out and warned
+ * about here, once each, naming `source`. O(K log K) for K keys. ZF_ERR_NOMEM. */
+zf_status zf_cindex_build(yajl_val md, bool v2, const char *source, zf_cindex **out);
+void zf_cindex_free(zf_cindex *ix);
+/* md's value for key (the first of equal keys), or NULL; a binary search. */
+yajl_val zf_cindex_get(const zf_cindex *ix, const char *key);
+/* Append the names of the children of the node at path ("" the root) to a names list (in byte
+ * order, each once); O(log K + children). */
+zf_status zf_cindex_list(const zf_cindex *ix, const char *path, char ***names, size_t *n,
+                         size_t *cap);
+/* Whether md names a node below path (a valid key), listed or not. */
+bool zf_cindex_has_below(const zf_cindex *ix, const char *path);
 
 struct zf_hierarchy {
     zf_store *store;
@@ -20,14 +38,15 @@ struct zf_hierarchy {
     bool warned_unlistable;
     unsigned sidecars;  /* ZF_SIDECAR_* bits */
     pthread_mutex_t mu;
-    zf_node *buckets[NBUCKETS];
+    zf_node **buckets; /* the path table: nbuckets chains (a power of two) */
+    size_t nbuckets;
     zf_node **by_id; /* by_id[id - 1] */
     size_t nnodes, cap;
     zf_format format;      /* the dialect, detected at open */
     yajl_val consolidated; /* .zmetadata's "metadata" object (v2), the root zarr.json's
                               consolidated_metadata "metadata" object (v3), or NULL */
     yajl_val consolidated_doc;
-    size_t *consolidated_order; /* consolidated's keys by name (index_consolidated), or NULL */
+    zf_cindex *cindex;     /* consolidated's keys by name and its nodes by parent, with it */
     struct timespec root_mtime;
     char *root_array_name; /* non-NULL when the store root is an array */
     /* writing (hierarchy_write.c) */

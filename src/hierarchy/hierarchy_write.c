@@ -215,7 +215,7 @@ static zf_status resize_locked(zf_hierarchy *h, zf_node *node, zf_array *a, uint
     }
     st = parse_array_doc(h, key, text, strlen(text), node->meta.attributes_json, nm, err);
     if (st == ZF_OK) {
-        nm->array.key_encoding = m->key_encoding; /* v2 nested keys detected at lookup */
+        nm->array.key_encoding = m->key_encoding; /* v2 nested keys detected at open */
         st = set_doc(h, node->prefix, doc_name(h, ZF_NODE_ARRAY), text, strlen(text), err);
     }
     free(text);

@@ -220,32 +220,43 @@ static zf_status parse_array(const char *key, yajl_val doc, zf_node_meta *m, zf_
     return build_chain(key, doc, m, err);
 }
 
-/* Both documents: a JSON object with "zarr_format": 2; arrays carry the rest of .zarray. */
-static zf_status parse_node(zf_node_kind kind, const char *key, const char *text, size_t len,
-                            const char *attrs_json, zf_node_meta *m, zf_err *err)
+zf_status zf_meta_parse_v2_parsed(zf_node_kind kind, const char *key, const char *text,
+                                  size_t len, yajl_val doc, const char *attrs_json,
+                                  zf_node_meta *m, zf_err *err)
 {
     memset(m, 0, sizeof *m);
-    yajl_val doc, attrs = NULL;
-    zf_status st = open_doc(key, text, len, &doc, err);
-    if (st != ZF_OK)
-        return st;
+    if (!YAJL_IS_OBJECT(doc))
+        return zf_fail(err, ZF_ERR_INVALID, "%s: expected a JSON object", key);
+    yajl_val attrs = NULL;
+    zf_status st;
     if (attrs_json) { /* .zattrs beside the document: it must be a JSON object too */
         char akey[1024];
         const char *slash = strrchr(key, '/');
         snprintf(akey, sizeof akey, "%.*s.zattrs", slash ? (int)(slash - key + 1) : 0, key);
-        if ((st = open_doc(akey, attrs_json, strlen(attrs_json), &attrs, err)) != ZF_OK) {
-            yajl_tree_free(doc);
+        if ((st = open_doc(akey, attrs_json, strlen(attrs_json), &attrs, err)) != ZF_OK)
             return st;
-        }
     }
     m->kind = kind;
     if ((st = common_fields(key, text, len, attrs_json, m, doc, err)) == ZF_OK &&
         kind == ZF_NODE_ARRAY && (st = parse_array(key, doc, m, err)) == ZF_OK)
         st = dimension_names(m, attrs);
-    yajl_tree_free(doc);
     yajl_tree_free(attrs);
     if (st != ZF_OK)
         zf_node_meta_free(m);
+    return st;
+}
+
+/* Both documents: a JSON object with "zarr_format": 2; arrays carry the rest of .zarray. */
+static zf_status parse_node(zf_node_kind kind, const char *key, const char *text, size_t len,
+                            const char *attrs_json, zf_node_meta *m, zf_err *err)
+{
+    memset(m, 0, sizeof *m);
+    yajl_val doc;
+    zf_status st = open_doc(key, text, len, &doc, err);
+    if (st != ZF_OK)
+        return st;
+    st = zf_meta_parse_v2_parsed(kind, key, text, len, doc, attrs_json, m, err);
+    yajl_tree_free(doc);
     return st;
 }
 

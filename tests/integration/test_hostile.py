@@ -44,6 +44,7 @@ SECRET = b"SECRET!\n" * 512 + b"XYZ"       # 4099 bytes: a distinctive size
 OK_DATA = np.arange(40, dtype="<i4") * 7 - 3
 LONG = "n" * 300                            # > NAME_MAX
 DEEP = 1000                                 # levels of groups with .zgroup
+LISTING_DEPTH = 300                         # levels of ConsolidatedListings' hierarchies
 DEEP_JSON = "[" * 1000000 + "]" * 1000000   # 2 MB of nesting
 
 
@@ -403,6 +404,100 @@ class Wide(TestCaseBase):
                                                     "user.zarr.attributes")),
                              {"i": n - 1})
         log("  mounted in %.1f s, %d children listed in %.1f s" % (mounted - t0, n, took))
+
+
+class ConsolidatedListings(TestCaseBase):
+    """Consolidated metadata is indexed by parent once per mount: a deep hierarchy lists exactly
+    what zarr-python lists (v2) or what its keys name (v3, implicit groups included), and each
+    ignored key is warned about once per mount, not at every listing (before: every listing
+    warned about every invalid key of the whole document)."""
+
+    test_timeout = 240
+
+    def walk(self, m):
+        """[(path, is_dir)] of every node below the mount, sorted (a name listed twice shows)."""
+        got = []
+        for dirpath, dirnames, filenames in os.walk(m.mnt):
+            rel = os.path.relpath(dirpath, m.mnt)
+            for name in dirnames + filenames:
+                got.append((name if rel == "." else rel + "/" + name, name in dirnames))
+        return sorted(got)
+
+    def test_01_deep_v2_against_zarr_python(self):
+        s = os.path.join(WORK, "listing_deep_v2")
+        root = zarr.open_group(s, mode="w")
+        g = root
+        for level in range(LISTING_DEPTH):      # each level: a0, a1, g-x/a, s, and g further down
+            g.create_dataset("a0", shape=(3, 4), chunks=(2, 2), dtype="<i2")
+            g.create_dataset("a1", shape=(5,), dtype="<f8")
+            g.create_group("g-x").create_dataset("a", shape=(2,), dtype="u1")
+            g.create_group("s")
+            g = g.create_group("g")
+        zarr.consolidate_metadata(zarr.DirectoryStore(s))
+        want = []
+        zarr.open_consolidated(s).visititems(
+            lambda name, obj: want.append((name, isinstance(obj, zarr.hierarchy.Group))))
+        self.assertEqual(len(want), 6 * LISTING_DEPTH)
+        with zfmount.Mount(s, mount_timeout=60) as m:
+            t0 = time.monotonic()
+            self.assertEqual(self.walk(m), sorted(want))
+            took = time.monotonic() - t0
+            self.assertTrue(m.alive())
+        log("  %d levels, %d nodes: listed as zarr-python lists them, walked in %.1f s"
+            % (LISTING_DEPTH, len(want), took))
+
+    def test_02_deep_v3_implicit_groups(self):
+        s = os.path.join(WORK, "listing_deep_v3")
+        md, want = {}, set()
+        group = {"zarr_format": 3, "node_type": "group", "attributes": {}}
+        path = ""
+        for level in range(LISTING_DEPTH):
+            # an explicit group, a name sorting around the chain's, an implicit group (only a
+            # node two levels below it names it), an array
+            md[path + "x"] = group
+            md[path + "x-y"] = v3_array_meta(4)
+            md[path + "imp/deeper/arr"] = v3_array_meta(4)
+            want |= {(path + "x", True), (path + "x-y", False), (path + "imp", True),
+                     (path + "imp/deeper", True), (path + "imp/deeper/arr", False)}
+            path += "x/"
+        write(os.path.join(s, "zarr.json"),
+              dict(group, consolidated_metadata={"kind": "inline", "must_understand": False,
+                                                 "metadata": md}))
+        with zfmount.Mount(s, mount_timeout=60) as m:
+            self.assertEqual(self.walk(m), sorted(want))
+            self.assertTrue(m.alive())
+        log("  v3, %d levels, %d nodes (%d implicit groups): listed as the keys name them"
+            % (LISTING_DEPTH, len(want), LISTING_DEPTH * 2))
+
+    def test_03_ignored_keys_warned_once(self):
+        bad = ["a//b", "../outside", "g/./x", LONG]
+        for v in (2, 3):
+            with self.subTest(zarr_format=v):
+                s = os.path.join(WORK, "listing_warn_v%d" % v)
+                if v == 2:
+                    md = {".zgroup": {"zarr_format": 2}}
+                    for k in ["g", "g/h", "g/h/i", "j"] + bad:
+                        md[k + "/.zgroup"] = {"zarr_format": 2}
+                    write(os.path.join(s, ".zgroup"), {"zarr_format": 2})
+                    write(os.path.join(s, ".zmetadata"),
+                          {"zarr_consolidated_format": 1, "metadata": md})
+                else:
+                    grp = {"zarr_format": 3, "node_type": "group", "attributes": {}}
+                    md = {k: grp for k in ["g", "g/h", "g/h/i", "j"] + bad}
+                    write(os.path.join(s, "zarr.json"),
+                          dict(grp, consolidated_metadata={"kind": "inline", "metadata": md,
+                                                           "must_understand": False}))
+                with zfmount.Mount(s) as m:
+                    for _ in range(2):
+                        self.assertEqual([p for p, _d in self.walk(m)],
+                                         ["g", "g/h", "g/h/i", "j"])
+                    text = m.stderr_text()
+                for k in bad:
+                    said = [ln for ln in text.splitlines()
+                            if ("ignoring invalid key \"%s" % k if k != LONG
+                                else "ignoring a child named \"%s" % LONG[:40]) in ln]
+                    self.assertEqual(len(said), 1, "%r said %d times:\n%s" % (k, len(said), text))
+        log("  each of %d ignored keys warned about once, after two walks (v2 and v3)" % len(bad))
 
 
 class Sockets(TestCaseBase):
