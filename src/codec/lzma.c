@@ -21,6 +21,15 @@ enum { FMT_AUTO = 0, FMT_XZ = 1, FMT_ALONE = 2, FMT_RAW = 3 };
 /* Far above what any xz preset needs (64 MiB dictionary at -9). */
 #define LZMA_MEMLIMIT ((uint64_t)1 << 30)
 
+/* The largest dictionary an encoder is given (bytes; 0: as configured). A dictionary only
+ * matters up to the size of the data, but liblzma allocates it and its match finder whole (some
+ * 90 MiB at the default preset 6) for every chunk it encodes. The fuzz build (meson -Dfuzz=true)
+ * lowers it, so that fuzzing spends its time in zarrfs rather than in mapping memory; normal
+ * builds encode as numcodecs does, byte for byte. */
+#ifndef ZF_LZMA_ENCODE_MAX_DICT
+#define ZF_LZMA_ENCODE_MAX_DICT 0
+#endif
+
 typedef struct lzma_codec {
     zf_codec base;
     int format, check;
@@ -210,11 +219,37 @@ static zf_status make_encoder(const lzma_codec *z, lzma_stream *s, zf_err *err)
                        "lzma: \"check\": integrity checks are only supported by format 1 (.xz)");
     uint32_t preset = z->preset >= 0 ? (uint32_t)z->preset : LZMA_PRESET_DEFAULT;
     lzma_check check = z->check == -1 ? LZMA_CHECK_CRC64 : (lzma_check)z->check;
+    /* The filters as configured, or (.xz without filters) those of the preset, as
+     * lzma_easy_encoder builds them; their LZMA options copied, to bound the dictionary. */
+    lzma_filter filters[LZMA_FILTERS_MAX + 1];
+    lzma_options_lzma opts[LZMA_FILTERS_MAX];
+    const lzma_filter *chain = z->filters;
+    if (ZF_LZMA_ENCODE_MAX_DICT && (z->format == FMT_XZ || z->format == FMT_RAW)) {
+        if (z->nfilters) {
+            memcpy(filters, z->filters, sizeof filters);
+        } else if (z->format == FMT_XZ && !lzma_lzma_preset(&opts[0], preset)) {
+            filters[0] = (lzma_filter){LZMA_FILTER_LZMA2, &opts[0]};
+            filters[1] = (lzma_filter){LZMA_VLI_UNKNOWN, NULL};
+        } else {
+            filters[0] = (lzma_filter){LZMA_VLI_UNKNOWN, NULL}; /* an invalid preset: below */
+        }
+        for (size_t i = 0; i < LZMA_FILTERS_MAX && filters[i].id != LZMA_VLI_UNKNOWN; i++)
+            if ((filters[i].id == LZMA_FILTER_LZMA1 || filters[i].id == LZMA_FILTER_LZMA2) &&
+                filters[i].options) {
+                if (filters[i].options != &opts[i])
+                    opts[i] = *(const lzma_options_lzma *)filters[i].options;
+                if (opts[i].dict_size > ZF_LZMA_ENCODE_MAX_DICT)
+                    opts[i].dict_size = ZF_LZMA_ENCODE_MAX_DICT;
+                filters[i].options = &opts[i];
+            }
+        if (filters[0].id != LZMA_VLI_UNKNOWN)
+            chain = filters;
+    }
     lzma_ret rc;
     switch (z->format) {
     case FMT_XZ:
-        rc = z->nfilters ? lzma_stream_encoder(s, z->filters, check)
-                         : lzma_easy_encoder(s, preset, check);
+        rc = chain != z->filters || z->nfilters ? lzma_stream_encoder(s, chain, check)
+                                                : lzma_easy_encoder(s, preset, check);
         break;
     case FMT_ALONE: {
         lzma_options_lzma opt;
@@ -227,10 +262,12 @@ static zf_status make_encoder(const lzma_codec *z, lzma_stream *s, zf_err *err)
             return zf_fail(err, ZF_ERR_INVALID, "lzma: \"preset\": %u is not a valid preset",
                            preset);
         }
+        if (ZF_LZMA_ENCODE_MAX_DICT && opt.dict_size > ZF_LZMA_ENCODE_MAX_DICT)
+            opt.dict_size = ZF_LZMA_ENCODE_MAX_DICT;
         rc = lzma_alone_encoder(s, &opt);
         break;
     }
-    default: rc = lzma_raw_encoder(s, z->filters); break;
+    default: rc = lzma_raw_encoder(s, chain); break;
     }
     if (rc == LZMA_OK)
         return ZF_OK;

@@ -11,45 +11,77 @@
 /* Python's json module writes NaN, Infinity and -Infinity as bare tokens (zarr-python and
  * xarray attributes such as _FillValue: NaN). yajl rejects them, so outside strings each becomes
  * a string marked with a leading \x1f, which zf_json_special recognises and zf_json_dump writes
- * back bare. Returns a malloc'd NUL-terminated copy, or NULL. */
+ * back bare. */
 #define SPECIAL_MARK '\x1f'
 static const char *const SPECIALS[] = {"-Infinity", "Infinity", "NaN"};
 
-static char *mark_specials(const char *text, size_t len)
+/* The text yajl parses: a NUL-terminated copy of text (which holds no NUL) with the specials
+ * marked, in *out; and whether arrays and objects nest at most ZF_JSON_MAX_DEPTH deep (brackets
+ * in strings aside), in *depth_ok. One pass, which jumps over ordinary bytes with strcspn: the
+ * fuzz build instruments every comparison of a byte loop. ZF_ERR_NOMEM, else ZF_OK. */
+static zf_status prepare(const char *text, size_t len, char **out, bool *depth_ok)
 {
+    char *src = malloc(len + 1);
     /* A token becomes "\u001f" + token + quotes: NaN (3 bytes) grows most, to 11 bytes. */
-    char *out = malloc(4 * len + 1), *o = out;
-    if (!out)
-        return NULL;
-    bool in_string = false;
-    for (size_t i = 0; i < len; i++) {
-        char c = text[i];
-        if (in_string) {
-            if (c == '\\' && i + 1 < len) {
-                *o++ = c;
-                c = text[++i];
-            } else if (c == '"') {
-                in_string = false;
+    char *dst = malloc(4 * len + 1), *o = dst;
+    if (!src || !dst) {
+        free(src);
+        free(dst);
+        return ZF_ERR_NOMEM;
+    }
+    memcpy(src, text, len);
+    src[len] = '\0';
+    size_t depth = 0;
+    *depth_ok = true;
+    const char *p = src;
+    while (*p) {
+        size_t k = strcspn(p, "\"[]{}-IN"); /* outside strings */
+        memcpy(o, p, k);
+        o += k, p += k;
+        char c = *p;
+        if (c == '\0')
+            break;
+        if (c == '"') { /* a string, to its closing quote; a backslash escapes the next byte */
+            const char *q = p + 1;
+            for (;;) {
+                q += strcspn(q, "\"\\");
+                if (*q != '\\' || q[1] == '\0')
+                    break;
+                q += 2;
             }
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '-' || c == 'I' || c == 'N') { /* how the three tokens start */
-            size_t k;
-            for (k = 0; k < 3; k++) {
-                size_t n = strlen(SPECIALS[k]);
-                if (len - i >= n && memcmp(text + i, SPECIALS[k], n) == 0)
+            if (*q == '\\' || *q == '"')
+                q++;
+            memcpy(o, p, (size_t)(q - p));
+            o += q - p, p = q;
+            continue;
+        }
+        if (c == '[' || c == '{') {
+            if (++depth > ZF_JSON_MAX_DEPTH) {
+                *depth_ok = false;
+                break;
+            }
+        } else if (c == ']' || c == '}') {
+            if (depth)
+                depth--;
+        } else {
+            size_t i;
+            for (i = 0; i < 3; i++) {
+                size_t n = strlen(SPECIALS[i]);
+                if (strncmp(p, SPECIALS[i], n) == 0)
                     break;
             }
-            if (k < 3) {
-                o += sprintf(o, "\"\\u001f%s\"", SPECIALS[k]);
-                i += strlen(SPECIALS[k]) - 1;
+            if (i < 3) {
+                o += sprintf(o, "\"\\u001f%s\"", SPECIALS[i]);
+                p += strlen(SPECIALS[i]);
                 continue;
             }
         }
-        *o++ = c;
+        *o++ = *p++;
     }
     *o = '\0';
-    return out;
+    free(src);
+    *out = dst;
+    return ZF_OK;
 }
 
 const char *zf_json_special(yajl_val v)
@@ -62,43 +94,22 @@ const char *zf_json_special(yajl_val v)
     return NULL;
 }
 
-/* Whether arrays and objects nest at most ZF_JSON_MAX_DEPTH deep (brackets in strings aside). */
-static bool depth_ok(const char *text, size_t len)
-{
-    size_t depth = 0;
-    bool in_string = false;
-    for (size_t i = 0; i < len; i++) {
-        char c = text[i];
-        if (in_string) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
-                in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > ZF_JSON_MAX_DEPTH)
-                return false;
-        } else if ((c == ']' || c == '}') && depth) {
-            depth--;
-        }
-    }
-    return true;
-}
-
 zf_status zf_json_parse(const char *key, const char *text, size_t len, yajl_val *out, zf_err *err)
 {
     if (len > ZF_JSON_MAX_TEXT)
         return zf_fail(err, ZF_ERR_INVALID, "%s: JSON document larger than %zu MiB", key,
                        ZF_JSON_MAX_TEXT >> 20);
-    if (!depth_ok(text, len))
-        return zf_fail(err, ZF_ERR_INVALID, "%s: JSON nested deeper than %d levels", key,
-                       ZF_JSON_MAX_DEPTH);
     if (memchr(text, '\0', len))
         return zf_fail(err, ZF_ERR_INVALID, "%s: not valid JSON (contains a NUL byte)", key);
-    char *copy = mark_specials(text, len);
-    if (!copy)
+    char *copy;
+    bool depth_ok;
+    if (prepare(text, len, &copy, &depth_ok) != ZF_OK)
         return ZF_ERR_NOMEM;
+    if (!depth_ok) {
+        free(copy);
+        return zf_fail(err, ZF_ERR_INVALID, "%s: JSON nested deeper than %d levels", key,
+                       ZF_JSON_MAX_DEPTH);
+    }
     char ebuf[256] = "";
     yajl_val v = yajl_tree_parse(copy, ebuf, sizeof ebuf);
     free(copy);

@@ -1277,8 +1277,11 @@ zf_status zf_hierarchy_open(zf_store *store, const char *store_name,
         return ZF_ERR_NOMEM;
     }
     clock_gettime(CLOCK_REALTIME, &h->root_mtime);
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    h->threads = opts->threads ? opts->threads : (unsigned)(ncpu > 0 ? ncpu : 1);
+    h->threads = opts->threads;
+    if (!h->threads) { /* sysconf reads /sys: only when asked to */
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        h->threads = (unsigned)(ncpu > 0 ? ncpu : 1);
+    }
     if (zf_store_is_remote(store) && h->threads < opts->io_threads)
         h->threads = opts->io_threads; /* workers mostly wait for the network */
     h->ttl = opts->metadata_ttl;

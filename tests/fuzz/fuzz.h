@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "store_impl.h"
 #include "zarrfs/log.h"
@@ -25,12 +26,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * one input cannot make libFuzzer run out of memory or time for nothing. */
 #define FZ_MAX_CHUNK ((size_t)1 << 20)
 
-/* Silence zarrfs's log (every rejected input would write a line) once per process. */
+/* Once per process: silence zarrfs's log (every rejected input would write a line); and name a
+ * time zone, so that libc does not look at /etc/localtime again at each mktime (libzip converts
+ * every entry's DOS time). */
 static inline void fz_init(void)
 {
     static bool done;
     if (!done) {
         zf_log_set_level((zf_log_level)-1);
+        setenv("TZ", "UTC0", 1);
+        tzset();
         done = true;
     }
 }
@@ -84,19 +89,31 @@ typedef struct fz_entry {
     char *key;
     uint8_t *data;
     size_t len;
+    size_t seq; /* order of fz_mem_put: of a key put twice, the later value wins */
 } fz_entry;
 
 typedef struct fz_mem_store {
     zf_store base;
-    fz_entry *e; /* sorted by key once fz_mem_seal ran */
-    size_t n;
+    fz_entry *e; /* sorted by key, each key once, once fz_mem_seal ran */
+    size_t n, cap;
 } fz_mem_store;
 
+/* Binary search of the sealed table: a lookup costs log2(n) key comparisons, not n (with many
+ * keys, the linear scan of intercepted strcmp calls was a large part of the hierarchy target's
+ * time). */
 static inline const fz_entry *fz_mem_find(const fz_mem_store *m, const char *key)
 {
-    for (size_t i = 0; i < m->n; i++)
-        if (strcmp(m->e[i].key, key) == 0)
-            return &m->e[i];
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(m->e[mid].key, key);
+        if (c == 0)
+            return &m->e[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return NULL;
 }
 
@@ -178,26 +195,20 @@ static inline fz_mem_store *fz_mem_new(void)
     return m;
 }
 
-/* Add (or replace) key's value: a copy of n bytes. Invalid keys are left out, as no backend
- * could hold them. */
+/* Add key's value: a copy of n bytes (put again, the key takes the later value when the store
+ * is sealed). Invalid keys are left out, as no backend could hold them. Appends only: the table
+ * is sorted once, by fz_mem_seal. */
 static inline bool fz_mem_put(fz_mem_store *m, const char *key, const uint8_t *data, size_t n)
 {
     if (!zf_key_is_valid(key))
         return true;
-    for (size_t i = 0; i < m->n; i++)
-        if (strcmp(m->e[i].key, key) == 0) {
-            uint8_t *d = malloc(n ? n : 1);
-            if (!d)
-                return false;
-            memcpy(d, data, n);
-            free(m->e[i].data);
-            m->e[i].data = d, m->e[i].len = n;
-            return true;
-        }
-    fz_entry *e = realloc(m->e, (m->n + 1) * sizeof *e);
-    if (!e)
-        return false;
-    m->e = e;
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 16;
+        fz_entry *e = realloc(m->e, cap * sizeof *e);
+        if (!e)
+            return false;
+        m->e = e, m->cap = cap;
+    }
     fz_entry *x = &m->e[m->n];
     if (!(x->key = strdup(key)) || !(x->data = malloc(n ? n : 1))) {
         free(x->key);
@@ -205,20 +216,34 @@ static inline bool fz_mem_put(fz_mem_store *m, const char *key, const uint8_t *d
     }
     memcpy(x->data, data, n);
     x->len = n;
-    m->n++;
+    x->seq = m->n++;
     return true;
 }
 
 static inline int fz_entry_cmp(const void *a, const void *b)
 {
-    return strcmp(((const fz_entry *)a)->key, ((const fz_entry *)b)->key);
+    const fz_entry *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Sort the keys (list_dir needs them sorted); call after the last fz_mem_put. */
+/* Sort the keys (list_dir and fz_mem_find need them sorted) and keep the last value put of each
+ * key; call after the last fz_mem_put. */
 static inline void fz_mem_seal(fz_mem_store *m)
 {
-    if (m->n)
-        qsort(m->e, m->n, sizeof *m->e, fz_entry_cmp);
+    if (m->n < 2)
+        return;
+    qsort(m->e, m->n, sizeof *m->e, fz_entry_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        if (i + 1 < m->n && strcmp(m->e[i].key, m->e[i + 1].key) == 0) {
+            free(m->e[i].key);
+            free(m->e[i].data);
+            continue;
+        }
+        m->e[k++] = m->e[i];
+    }
+    m->n = k;
 }
 
 /* A store image: entries separated by FZ_SEP, each "key\n" followed by the value's bytes
