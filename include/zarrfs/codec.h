@@ -133,7 +133,7 @@ zf_status zf_codec_transpose_new(unsigned ndim, const unsigned *order, zf_codec 
 
 /* Which metadata dialect names the codecs of a chain (zf_chain_from_v3):
  * - ZF_CODECS_V3: Zarr v3 core "Codecs": objects {"name": N, "configuration": {...}} with the
- *   names of ../shared/specs/v3/codecs (bytes, transpose, gzip, zstd, blosc, crc32c,
+ *   names of the Zarr v3 specification's codecs (bytes, transpose, gzip, zstd, blosc, crc32c,
  *   sharding_indexed) and zarr-python 3's "numcodecs.<id>" names for the numcodecs codecs zarrfs
  *   serves (configuration as numcodecs' own, without "id");
  * - ZF_CODECS_DRAFT_2022: the May 2022 draft's "codecs": objects {"codec": URI,

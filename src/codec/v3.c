@@ -15,7 +15,7 @@
  * of the chain (decoded as if absent); a known codec is used whatever the flag says; an unknown
  * codec without the flag is ZF_ERR_UNSUPPORTED. Members of a codec object other than name,
  * configuration and must_understand are refused (the rule above), as are unknown fields of
- * the configuration of the codecs defined in ../shared/specs/v3/codecs.
+ * the configuration of the codecs the Zarr v3 specification defines (its codecs/ pages).
  *
  * Names (ZF_CODECS_V3): bytes (and "endian", its name before v3 was accepted), transpose, gzip,
  * zstd, blosc, crc32c, sharding_indexed, and zarr-python 3's "numcodecs.<id>" for every
@@ -284,7 +284,7 @@ static zf_status numcodecs_new(const char *name, const char *shown, yajl_val cfg
     return ZF_OK;
 }
 
-/* --- the codecs of ../shared/specs/v3/codecs --- */
+/* --- the codecs of the Zarr v3 specification --- */
 
 static zf_status transpose_new(yajl_val cfg, const zf_chunk_repr *cur, zf_codec **out,
                                zf_err *err)
