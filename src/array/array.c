@@ -348,6 +348,9 @@ zf_status zf_array_read_stored_chunk(zf_array *a, const char *key, void **data, 
     return decode_chunk(a, what, &raw, data, size, err);
 }
 
+static zf_status load_inner(zf_array *a, const char *key, const uint64_t *cc, void **data,
+                            size_t *size, zf_err *err);
+
 zf_status zf_array_load_chunk(void *ctx, uint64_t chunk, void **data, size_t *size,
                               void **record, zf_err *err)
 {
@@ -373,6 +376,21 @@ zf_status zf_array_load_chunk(void *ctx, uint64_t chunk, void **data, size_t *si
             free(r);
         return st;
     }
+    /* A shard this daemon rewrites meanwhile (array_write.c) changes under neither the index
+     * nor the bytes read here. */
+    if (a->writable)
+        pthread_rwlock_rdlock(&a->shard_rw);
+    st = load_inner(a, key, cc, data, size, err);
+    if (a->writable)
+        pthread_rwlock_unlock(&a->shard_rw);
+    return st;
+}
+
+/* Load the inner chunk at cc (coordinates in the array's grid) of the shard at key. */
+static zf_status load_inner(zf_array *a, const char *key, const uint64_t *cc, void **data,
+                            size_t *size, zf_err *err)
+{
+    zf_status st;
     zf_bytes raw;
     zf_err serr = {""};
     uint64_t off, n;
@@ -479,8 +497,10 @@ void zf_array_close(zf_array *a)
 {
     if (!a)
         return;
-    if (a->writable)
+    if (a->writable) {
         pthread_mutex_destroy(&a->shard_mu);
+        pthread_rwlock_destroy(&a->shard_rw);
+    }
     free(a->prefix);
     free(a);
 }

@@ -52,6 +52,8 @@ struct zf_array {
     bool write_empty_chunks;       /* store chunks equal to the fill value everywhere */
     bool fill_defined;             /* a fill value to leave out (v2 null: none) */
     pthread_mutex_t shard_mu;      /* one shard rewrite at a time */
+    pthread_rwlock_t shard_rw;     /* loading an inner chunk (read) vs replacing its shard and
+                                      dropping the shard's cached index (write) */
     zf_cache_owner owner;          /* writeback of this array's dirty chunks */
 };
 

@@ -35,6 +35,12 @@ zf_status zf_array_enable_write(zf_array *a, bool write_empty_chunks, zf_err *er
     a->write_empty_chunks = write_empty_chunks;
     a->fill_defined = !a->meta->fill_value_json || strcmp(a->meta->fill_value_json, "null");
     pthread_mutex_init(&a->shard_mu, NULL);
+    /* Writers first: readers that keep loading inner chunks must not starve a shard's store. */
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&a->shard_rw, &ra);
+    pthread_rwlockattr_destroy(&ra);
     a->owner = (zf_cache_owner){.writeback = writeback, .ctx = a};
     a->writable = true;
     return ZF_OK;
@@ -568,6 +574,9 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
                                       old_index, flags, &out, &out_len, &empty, &serr);
         zf_array_count_encode(zf_array_now_ns() - t0, st == ZF_OK);
         bool erase = empty && a->fill_defined && !a->write_empty_chunks;
+        /* The new shard and its cached index change together for this daemon's loaders of inner
+         * chunks (zf_array_load_chunk): none reads new bytes at offsets of the old index. */
+        pthread_rwlock_wrlock(&a->shard_rw);
         if (st != ZF_OK) {
             zf_fail(err, st, "shard %s: encoding: %s", key, serr.msg);
         } else if (erase && partial) { /* only if no inner chunk was written meanwhile */
@@ -577,6 +586,9 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
         } else {
             st = store_value(a, key, out, out_len, partial, found ? &ver : NULL, &serr);
         }
+        if (st == ZF_OK) /* its cached index is stale now */
+            zf_cache_drop(a->cache, l->cache_id, zf_grid_chunk_index(&l->grid, sc));
+        pthread_rwlock_unlock(&a->shard_rw);
         free(out);
         zf_bytes_free(&old);
         free(old_index);
@@ -588,9 +600,7 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
             usleep(1000u << (attempt < 6 ? attempt : 6)); /* 1 ms, doubling up to 64 ms */
             continue;
         }
-        if (st == ZF_OK) /* its cached index is stale now */
-            zf_cache_drop(a->cache, l->cache_id, zf_grid_chunk_index(&l->grid, sc));
-        else if (!(err && err->msg[0]))
+        if (st != ZF_OK && !(err && err->msg[0]))
             zf_fail(err, st, "%s", serr.msg[0] ? serr.msg : zf_status_str(st));
         break;
     }
