@@ -47,6 +47,15 @@ else:
     FIXTURES = os.path.join(REPO, "tests", "fixtures")
 TEST_TIMEOUT = float(os.environ.get("ZARRFS_TEST_TIMEOUT", "180"))
 MOUNT_TIMEOUT = 10.0
+
+# A suite started under nohup(1), or in the background by a shell without job control, inherits
+# SIGHUP or SIGINT ignored, and so would every daemon it starts: libfuse leaves an ignored signal
+# ignored, and the tests that stop daemons with signals would fail. The daemons get the defaults.
+for _sig in (signal.SIGHUP, signal.SIGTERM):
+    if signal.getsignal(_sig) == signal.SIG_IGN:
+        signal.signal(_sig, signal.SIG_DFL)
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 MOUNT_OPTIONS = [o for o in os.environ.get("ZARRFS_MOUNT_OPTIONS", "").split(",") if o]
 DIRECT_IO = "direct_io" in MOUNT_OPTIONS   # array files bypass the page cache: no MAP_SHARED
 CMD_TIMEOUT = 20.0
