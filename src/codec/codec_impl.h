@@ -131,6 +131,22 @@ zf_status zf_dtype_filter_cast_decode(const zf_codec *c, const zf_chunk_repr *de
 
 /* --- encoding (zf_codec_ops.encode) --- */
 
+/* When c is a transpose codec: its order (stored axis i is decoded axis order[i]) and true. */
+bool zf_codec_transpose_order(const zf_codec *c, unsigned *ndim, unsigned *order);
+
+/* The object codecs (codec.h, "variable-length elements as text"), v2 ids and v3 names. */
+zf_status zf_codec_vlen_utf8_new(yajl_val cfg, zf_codec **out, zf_err *err);
+
+/* Text of chunk t (elements in C order of the encoded shape `enc`, ndim dims) reordered into C
+ * order of the decoded shape, where encoded axis i is decoded axis order[i]; *out malloc'd.
+ * Errors: ZF_ERR_NOMEM. */
+zf_status zf_text_transpose(const zf_text_chunk *t, unsigned ndim, const uint64_t *enc,
+                            const unsigned *order, zf_text_chunk **out);
+
+/* A line of `s` (n bytes) escaped, with its '\n', malloc'd into *line, *len bytes. Errors:
+ * ZF_ERR_NOMEM. */
+zf_status zf_text_line(const uint8_t *s, size_t n, char **line, size_t *len);
+
 /* malloc(n), at least one byte, so an empty result is still a valid allocation. */
 uint8_t *zf_enc_alloc(size_t n);
 

@@ -30,7 +30,8 @@ STRUCT_U = [("name", ">U3"), ("v", "<f8"), ("ok", "|b1")]
 
 BLOSC_CNAMES = ["blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd"]
 
-UNSUPPORTED = ["unsupported/vlen_utf8", "unsupported/vlen_bytes", "unsupported/json_obj",
+TEXT = ["unsupported/vlen_utf8"]  # variable-length strings: read as text
+UNSUPPORTED = ["unsupported/vlen_bytes", "unsupported/json_obj",
                "unsupported/vlen_array", "unsupported/pickle_obj"]
 
 SKIPPED = []   # (what, why) that this numcodecs cannot write

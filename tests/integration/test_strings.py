@@ -1,0 +1,207 @@
+#!/usr/bin/python3
+"""Arrays of variable-length strings read as text, one element per line (docs/formats.md
+"Variable-length arrays as text"), checked against the writers' own readers:
+
+* Debian's anndata 0.8: write_zarr of an AnnData with obs/var indexes, string and categorical
+  columns whose values hold spaces, tabs, newlines, backslashes, non-ASCII and empty strings;
+  every obs/var string file equals what anndata's read_zarr returns, in order;
+* zarr-python 2.13: vlen-utf8 with None, multi-chunk arrays with missing chunks (fill values
+  "", null and zarr-python's default 0), 2-D arrays in C and F order with chunks splitting both
+  dimensions, a blosc and a zlib compressor; a malformed chunk is EIO and a log line, its
+  neighbours still read;
+* sizes: 0 in `ls -l` until a first whole read, the exact size after; `cat`, `wc -l`, `cp`,
+  Python and pandas read the whole text; writing is refused.
+"""
+import errno
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zfmount  # noqa: E402
+from zfmount import log  # noqa: E402
+
+import numcodecs  # noqa: E402
+import zarr  # noqa: E402
+
+WORK = None
+ESC = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def text_of(values):
+    """The text zarrfs must show: PostgreSQL COPY escaping, None as \\N, one line each."""
+    out = []
+    for v in values:
+        out.append("\\N" if v is None else "".join(ESC.get(c, c) for c in str(v)))
+    return "".join(s + "\n" for s in out)
+
+
+def unescape(line):
+    if line == "\\N":
+        return None
+    rev = {"\\": "\\", "n": "\n", "r": "\r", "t": "\t"}
+    out, i = [], 0
+    while i < len(line):
+        if line[i] == "\\" and i + 1 < len(line):
+            out.append(rev[line[i + 1]])
+            i += 2
+        else:
+            out.append(line[i])
+            i += 1
+    return "".join(out)
+
+
+NASTY = ["plain", "with space", "tab\there", "new\nline", "cr\rx", "back\\slash", "\\N",
+         "", "caf\u00e9 \u65e5\u672c", "last"]
+
+
+def setUpModule():
+    global WORK
+    WORK = tempfile.mkdtemp(prefix="zf-strings-")
+    z2 = os.path.join(WORK, "z2.zarr")
+    g = zarr.open_group(z2, mode="w")
+    a = g.create_dataset("nasty", shape=(len(NASTY),), chunks=(3,), dtype=object,
+                         object_codec=numcodecs.VLenUTF8())
+    a[:] = np.array(NASTY, dtype=object)
+    a = g.create_dataset("none", shape=(4,), chunks=(4,), dtype=object,
+                         object_codec=numcodecs.VLenUTF8(), fill_value=None)
+    a[:] = np.array(["x", None, "y", None], dtype=object)
+    for fill in ("", None, 0):
+        name = "missing_%s" % {"": "empty", None: "null", 0: "zero"}[fill]
+        a = g.create_dataset(name, shape=(9,), chunks=(2,), dtype=object,
+                             object_codec=numcodecs.VLenUTF8(), fill_value=fill)
+        a[2:5] = np.array(["c", "d", "e"], dtype=object)
+    vals = np.array([["r%dc%d%s" % (i, j, "\t" * (i % 2)) for j in range(7)] for i in range(5)],
+                    dtype=object)
+    for order in "CF":
+        for comp in (None, numcodecs.Blosc(cname="lz4"), numcodecs.Zlib(level=1)):
+            name = "m%s_%s" % (order, comp.codec_id if comp else "raw")
+            a = g.create_dataset(name, shape=vals.shape, chunks=(2, 3), dtype=object,
+                                 object_codec=numcodecs.VLenUTF8(), order=order, compressor=comp)
+            a[:] = vals
+    a = g.create_dataset("corrupt", shape=(6,), chunks=(2,), dtype=object,
+                         object_codec=numcodecs.VLenUTF8(), compressor=None)
+    a[:] = np.array(list("abcdef"), dtype=object)
+    with open(os.path.join(z2, "corrupt", "1"), "r+b") as f:  # element length past the end
+        f.seek(4)
+        f.write((1000).to_bytes(4, "little"))
+    big = g.create_dataset("big", shape=(20000,), chunks=(512,), dtype=object,
+                           object_codec=numcodecs.VLenUTF8(), compressor=numcodecs.Zstd())
+    big[:] = np.array(["cell_%06d" % i for i in range(20000)], dtype=object)
+
+
+def tearDownModule():
+    if WORK and not any(mp.startswith(WORK) for mp, _f, _s in zfmount.mount_entries()):
+        shutil.rmtree(WORK, ignore_errors=True)
+
+
+class ZarrPython(zfmount.TestCase):
+    def test_01_values_equal_zarr_python(self):
+        store = os.path.join(WORK, "z2.zarr")
+        names = [n for n in sorted(os.listdir(store)) if n not in (".zgroup", "corrupt")]
+        with zfmount.Mount(store) as m:
+            for name in names:
+                with self.subTest(array=name):
+                    z = zarr.open_array(os.path.join(store, name), mode="r")
+                    want = text_of(z[...].ravel(order="C"))
+                    self.assertEqual(os.stat(m.path(name)).st_size, 0, "size before a read")
+                    got = zfmount.read_all(m.path(name)).decode("utf-8")
+                    self.assertEqual(got, want)
+                    self.assertEqual(os.stat(m.path(name)).st_size, len(want.encode()),
+                                     "exact size once read")
+                    self.assertEqual([unescape(x) for x in got.splitlines()],
+                                     [None if v is None else str(v)
+                                      for v in z[...].ravel(order="C")])
+            log("  %d zarr-python 2.13 string arrays equal, sizes 0 then exact" % len(names))
+
+    def test_02_shell_tools_and_pandas(self):
+        import pandas
+        store = os.path.join(WORK, "z2.zarr")
+        with zfmount.Mount(store) as m:
+            p = m.path("big")
+            wc = subprocess.run(["wc", "-l", p], capture_output=True, text=True, check=True)
+            self.assertEqual(int(wc.stdout.split()[0]), 20000)
+            out = os.path.join(WORK, "big.txt")
+            subprocess.run(["cp", m.path("nasty"), out], check=True)
+            with open(out) as f:
+                self.assertEqual(f.read(), text_of(NASTY))
+            cat = subprocess.run(["cat", p], capture_output=True, check=True).stdout
+            self.assertEqual(cat.decode().splitlines()[12345], "cell_012345")
+            df = pandas.read_csv(p, header=None, sep="\t", quoting=3, na_values=["\\N"],
+                                 keep_default_na=False)
+            self.assertEqual(list(df[0]), ["cell_%06d" % i for i in range(20000)])
+            # a reader at offset N, after the size is known: pread in the middle
+            fd = os.open(p, os.O_RDONLY)
+            try:
+                self.assertEqual(os.pread(fd, 11, 12 * 777), b"cell_000777")
+            finally:
+                os.close(fd)
+            self.assertErrno(errno.EROFS, os.open, p, os.O_WRONLY)
+            log("  wc -l, cp, cat, pandas.read_csv and pread read the whole text")
+
+    def test_03_corrupt_chunk_eio(self):
+        store = os.path.join(WORK, "z2.zarr")
+        with zfmount.Mount(store) as m:
+            self.assertErrno(errno.EIO, zfmount.read_all, m.path("corrupt"))
+            self.assertIn("vlen-utf8", m.stderr_text())
+            fd = os.open(m.path("corrupt"), os.O_RDONLY)
+            try:
+                self.assertEqual(os.pread(fd, 4, 0), b"a\nb\n")  # chunk 0 still reads
+            finally:
+                os.close(fd)
+            self.assertTrue(m.alive())
+
+    def test_04_rw_mount_refuses_writes(self):
+        store = os.path.join(WORK, "z2.zarr")
+        with zfmount.Mount(store, options=["rw"]) as m:
+            self.assertErrno(errno.EACCES, os.open, m.path("nasty"), os.O_WRONLY)
+            self.assertEqual(zfmount.read_all(m.path("nasty")).decode(), text_of(NASTY))
+
+
+class AnnData(zfmount.TestCase):
+    def test_01_obs_var_equal_read_zarr(self):
+        import anndata
+        import pandas as pd
+        n_obs, n_var = 40, 6
+        obs = pd.DataFrame({
+            "batch": pd.Categorical([["b 1", "b\t2", "b\n3", "\u00e9", ""][i % 5]
+                                     for i in range(n_obs)]),
+            "note": [NASTY[i % len(NASTY)] for i in range(n_obs)],
+        }, index=["cell_%d%s" % (i, " x" if i % 7 == 0 else "") for i in range(n_obs)])
+        var = pd.DataFrame({"symbol": ["G\\%d" % i for i in range(n_var)]},
+                           index=["gene-%d" % i for i in range(n_var)])
+        ad = anndata.AnnData(X=np.arange(n_obs * n_var, dtype="f4").reshape(n_obs, n_var),
+                             obs=obs, var=var)
+        path = os.path.join(WORK, "ad.zarr")
+        ad.write_zarr(path)
+        back = anndata.read_zarr(path)
+        want = {"obs/_index": list(back.obs.index), "var/_index": list(back.var.index)}
+        for side, df in (("obs", back.obs), ("var", back.var)):
+            for col in df.columns:  # anndata stores string columns as categoricals
+                if isinstance(df[col].dtype, pd.CategoricalDtype):
+                    want["%s/%s/categories" % (side, col)] = list(df[col].cat.categories)
+                else:
+                    want["%s/%s" % (side, col)] = list(df[col])
+        with zfmount.Mount(path) as m:
+            for rel, values in want.items():
+                if not os.path.exists(m.path(rel)):  # anndata 0.7 layout: obs/__categories
+                    continue
+                with self.subTest(file=rel):
+                    with open(m.path(rel)) as f:
+                        lines = f.read().splitlines()
+                    self.assertEqual([unescape(x) for x in lines], values)
+            checked = [r for r in want if os.path.exists(m.path(r))]
+            self.assertIn("obs/_index", checked)
+            self.assertIn("obs/batch/categories", checked)
+            paste = subprocess.run(["wc", "-l", m.path("obs/_index")], capture_output=True,
+                                   text=True, check=True)
+            self.assertEqual(int(paste.stdout.split()[0]), n_obs)
+            log("  anndata %s: %s equal to read_zarr" % (anndata.__version__, ", ".join(checked)))
+
+
+if __name__ == "__main__":
+    zfmount.main()
