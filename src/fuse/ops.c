@@ -714,6 +714,12 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
     }
     if (refuse_readonly(req))
         return;
+    if ((to_set & FUSE_SET_ATTR_SIZE) && !n->pending && !n->is_dir &&
+        zf_array_meta_is_text(&n->meta.array)) {
+        zf_log_info("%s: truncate: text of variable-length elements is read-only", n->path);
+        fuse_reply_err(req, EACCES); /* as open for writing */
+        return;
+    }
     if (to_set & FUSE_SET_ATTR_SIZE) {
         zf_err err = {""};
         zf_status st = n->is_dir ? ZF_ERR_IS_DIR

@@ -13,6 +13,7 @@
   Python and pandas read the whole text; writing is refused.
 """
 import errno
+import json
 import os
 import shutil
 import subprocess
@@ -160,6 +161,49 @@ class ZarrPython(zfmount.TestCase):
         with zfmount.Mount(store, options=["rw"]) as m:
             self.assertErrno(errno.EACCES, os.open, m.path("nasty"), os.O_WRONLY)
             self.assertEqual(zfmount.read_all(m.path("nasty")).decode(), text_of(NASTY))
+
+    def test_05_rw_mount_creates_no_string_arrays(self):
+        """On -o rw: a string array opened read-write or truncated is EACCES; creating one
+        through user.zarr.metadata (v2 |O + vlen-utf8, v3 string) is EINVAL, a log line naming
+        the data type, and nothing stored."""
+        tmp = tempfile.mkdtemp(prefix="zf-strings-rw-", dir=WORK)
+        v2 = os.path.join(tmp, "v2.zarr")
+        g = zarr.open_group(v2, mode="w")
+        a = g.create_dataset("s", shape=(3,), chunks=(2,), dtype=object,
+                             object_codec=numcodecs.VLenUTF8())
+        a[:] = np.array(["a", "b", "c"], dtype=object)
+        v3 = os.path.join(tmp, "v3.zarr")
+        os.makedirs(v3)
+        with open(os.path.join(v3, "zarr.json"), "w") as f:
+            f.write('{"zarr_format": 3, "node_type": "group", "attributes": {}}')
+        docs = {
+            v2: {"zarr_format": 2, "shape": [4], "chunks": [2], "dtype": "|O",
+                 "compressor": None, "fill_value": None, "order": "C",
+                 "filters": [{"id": "vlen-utf8"}]},
+            v3: {"zarr_format": 3, "node_type": "array", "shape": [4], "data_type": "string",
+                 "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+                 "chunk_key_encoding": {"name": "default"}, "fill_value": "",
+                 "codecs": [{"name": "vlen-utf8"}]},
+        }
+        for store, doc in docs.items():
+            with self.subTest(store=os.path.basename(store)), \
+                    zfmount.Mount(store, options=["rw"]) as m:
+                if store == v2:
+                    self.assertErrno(errno.EACCES, os.open, m.path("s"), os.O_RDWR)
+                    self.assertErrno(errno.EACCES, os.truncate, m.path("s"), 0)
+                    self.assertEqual(zfmount.read_all(m.path("s")), b"a\nb\nc\n")
+                p = m.path("new")
+                open(p, "wb").close()
+                self.assertErrno(errno.EINVAL, os.setxattr, p, "user.zarr.metadata",
+                                 json.dumps(doc).encode())
+                self.assertIn("variable-length data type", m.stderr_text())
+                self.assertFalse(os.path.exists(os.path.join(store, "new", ".zarray")))
+                self.assertFalse(os.path.exists(os.path.join(store, "new", "zarr.json")))
+                self.assertTrue(m.alive())
+        self.assertEqual(list(zarr.open_array(os.path.join(v2, "s"), mode="r")[:]),
+                         ["a", "b", "c"])
+        log("  rw: EACCES for open O_RDWR and truncate; user.zarr.metadata of a v2 |O and a v3 "
+            "string array EINVAL, logged, nothing stored")
 
 
 class AnnData(zfmount.TestCase):
