@@ -108,7 +108,8 @@ typedef struct zf_codec_ops {
                              size_t in_len, struct zf_text_chunk **out, zf_err *err);
     /* Object codecs only: the line (escaped, '\n'-terminated, malloc'd, *len bytes) that an
      * element equal to the array's fill value (JSON `fill`) reads as. Errors: ZF_ERR_INVALID
-     * (a fill value the codec's elements cannot be), ZF_ERR_NOMEM. */
+     * (a fill value the codec's elements cannot be), ZF_ERR_UNSUPPORTED (one whose meaning
+     * writers disagree on: vlen-bytes' string fill values), ZF_ERR_NOMEM. */
     zf_status (*fill_text)(const zf_codec *c, yajl_val fill, char **line, size_t *len,
                            zf_err *err);
 } zf_codec_ops;
@@ -280,11 +281,13 @@ zf_status zf_sharding_encode_shard(const zf_codec *c, const uint8_t *const *chun
 /* ----- variable-length elements as text (object codecs) -----
  *
  * An array of variable-length elements (Zarr v2 object arrays: `"dtype": "|O"` with an object
- * codec among the filters; Zarr v3 `string`) reads as text, one element per line in C order,
- * each line ending in '\n' (docs/formats.md "Variable-length arrays as text"). Escaping is
- * PostgreSQL COPY's text format: backslash, newline, carriage return and tab are written `\\`,
- * `\n`, `\r`, `\t`; a missing element (None, null) is `\N`; an empty string is an empty line.
- * So `wc -l` counts the elements and no element spans two lines. */
+ * codec among the filters; Zarr v3 `string` and `bytes`) reads as text, one element per line
+ * in C order, each line ending in '\n' (docs/formats.md "Variable-length arrays as text").
+ * Escaping is PostgreSQL COPY's text format: backslash, newline, carriage return and tab are
+ * written `\\`, `\n`, `\r`, `\t`; a missing element (None, null) is `\N`; an empty string is
+ * an empty line; for byte strings (vlen-bytes) also `\xHH` for each byte that is not printable
+ * UTF-8 (zf_text_escape_bytes in src/codec/codec_impl.h). So `wc -l` counts the elements and
+ * no element spans two lines. */
 
 /* One decoded chunk in text form, in a single allocation (free() it whole): element i (C order
  * of the chunk) is text[starts[i] .. starts[i + 1]), its line including the '\n'. */
@@ -318,11 +321,13 @@ zf_status zf_chain_decode_text(const zf_codec_chain *chain, const zf_chunk_repr 
                                zf_err *err);
 
 /* The line of an element equal to the fill value (JSON `fill`) in a text chain's object codec's
- * convention (zf_codec_ops.fill_text). Errors: ZF_ERR_INVALID, ZF_ERR_NOMEM. */
+ * convention (zf_codec_ops.fill_text). Errors: ZF_ERR_INVALID, ZF_ERR_UNSUPPORTED,
+ * ZF_ERR_NOMEM. */
 zf_status zf_chain_text_fill(const zf_codec_chain *chain, yajl_val fill, char **line,
                              size_t *len, zf_err *err);
 
-/* The name of a text chain's object codec ("vlen-utf8"), NULL when the chain has none. */
+/* The name of a text chain's object codec ("vlen-utf8", "vlen-bytes"), NULL when the chain has
+ * none. */
 const char *zf_chain_text_codec(const zf_codec_chain *chain);
 
 /* Checksums used by codecs (exposed for tests). CRC-32C (Castagnoli) with zlib's crc32()

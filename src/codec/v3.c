@@ -178,6 +178,7 @@ static const struct {
     {"base64", ZF_CODEC_BYTES_TO_BYTES},    {"fletcher32", ZF_CODEC_BYTES_TO_BYTES},
     {"jenkins_lookup3", ZF_CODEC_BYTES_TO_BYTES}, {"pcodec", ZF_CODEC_ARRAY_TO_BYTES},
     {"zfpy", ZF_CODEC_ARRAY_TO_BYTES},       {"vlen-utf8", ZF_CODEC_ARRAY_TO_BYTES},
+    {"vlen-bytes", ZF_CODEC_ARRAY_TO_BYTES},
 };
 
 static bool numcodecs_kind(const char *id, zf_codec_kind *kind)
@@ -565,6 +566,7 @@ static bool kind_by_name(const entry *e, zf_codec_dialect dialect, zf_codec_kind
         {"reshape", ZF_CODEC_ARRAY_TO_ARRAY, false},
         {"zarrs.squeeze", ZF_CODEC_ARRAY_TO_ARRAY, false},
         {"vlen-utf8", ZF_CODEC_ARRAY_TO_BYTES, false},
+        {"vlen-bytes", ZF_CODEC_ARRAY_TO_BYTES, false},
     };
     if (!e->id)
         return false;
@@ -618,6 +620,11 @@ static zf_status build(const entry *e, zf_codec_dialect dialect, const zf_chunk_
         static const char *const none[] = {NULL};
         zf_status st = zf_v3_check_keys(e->cfg, "vlen-utf8", none, err);
         return st != ZF_OK ? st : zf_codec_vlen_utf8_new(e->cfg, out, err);
+    }
+    if (strcmp(id, "vlen-bytes") == 0) { /* zarr-extensions "vlen-bytes": no configuration */
+        static const char *const none[] = {NULL};
+        zf_status st = zf_v3_check_keys(e->cfg, "vlen-bytes", none, err);
+        return st != ZF_OK ? st : zf_codec_vlen_bytes_new(e->cfg, out, err);
     }
     return zf_fail(err, ZF_ERR_UNSUPPORTED, "codec \"%.200s\" is not supported", e->name);
 }

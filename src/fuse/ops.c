@@ -888,9 +888,11 @@ static char *xattr_value(const zf_node *n, size_t i)
     case 9: { /* variable-length elements: the text convention (docs/formats.md) */
         if (!array || !zf_array_meta_is_text(a))
             return NULL;
-        char v[160];
-        snprintf(v, sizeof v, "lines; escaping: postgresql-copy-text; codec: %s",
-                 zf_chain_text_codec(&a->chain));
+        char v[200];
+        const char *codec = zf_chain_text_codec(&a->chain);
+        snprintf(v, sizeof v, "lines; escaping: postgresql-copy-text%s; codec: %s",
+                 strstr(codec, "vlen-bytes") ? ", \\xHH for bytes not printable UTF-8" : "",
+                 codec);
         return strdup(v);
     }
     }

@@ -84,8 +84,9 @@ static zf_status named(const char *name, zf_v3_dtype *out, zf_err *err)
     int r = raw_type(name, out, err);
     if (r)
         return r > 0 ? ZF_OK : ZF_ERR_INVALID;
-    if (strcmp(name, "string") == 0 || strcmp(name, "variable_length_utf8") == 0) {
-        /* Variable-length UTF-8: no item size; read as text (zf_meta_text_finish). */
+    if (strcmp(name, "string") == 0 || strcmp(name, "variable_length_utf8") == 0 ||
+        strcmp(name, "bytes") == 0 || strcmp(name, "variable_length_bytes") == 0) {
+        /* Variable-length UTF-8 or bytes: no item size; read as text (zf_meta_text_finish). */
         out->dt = (zf_dtype){.kind = 'O', .byteorder = '|', .itemsize = 0};
         snprintf(out->name, sizeof out->name, "%s", name);
         snprintf(out->typestr, sizeof out->typestr, "%s", name);

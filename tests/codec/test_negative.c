@@ -770,6 +770,43 @@ START_TEST(test_vlen_utf8_text)
 }
 END_TEST
 
+/* vlen-bytes: the same layout; bytes that are not printable UTF-8 are \xHH. */
+START_TEST(test_vlen_bytes_text)
+{
+    static const char *const el[] = {"\x01\x1f\x7f", "tab\tnl\n\\", "\xc3\xa9\xc2\x85\xc2\xa0",
+                                     "\xe2\x80\xa8\xe2\x80\xa7", "\xff\xc3", "\xed\xa0\x80\xc0\x80",
+                                     "\xf0\x9f\x98\x80\xf4\x90\x80\x80"};
+    static const char want[] = "\\x01\\x1f\\x7f\n"
+                               "tab\\tnl\\n\\\\\n"
+                               "\xc3\xa9\\xc2\\x85\xc2\xa0\n"
+                               "\\xe2\\x80\\xa8\xe2\x80\xa7\n"
+                               "\\xff\\xc3\n"
+                               "\\xed\\xa0\\x80\\xc0\\x80\n"
+                               "\xf0\x9f\x98\x80\\xf4\\x90\\x80\\x80\n";
+    uint8_t buf[256];
+    size_t n = vlen_chunk(buf, 7, el, 7);
+    uint8_t nul[16] = {1, 0, 0, 0, 1, 0, 0, 0, 0}; /* one element: a NUL byte */
+    zf_codec *c;
+    zf_err err = {""};
+    ck_assert_int_eq(zf_codec_vlen_bytes_new(NULL, &c, &err), ZF_OK);
+    zf_chunk_repr r = {.ndim = 1, .shape = {7}, .dtype = {.kind = 'O', .byteorder = '|'}};
+    zf_text_chunk *t;
+    ck_assert_int_eq(c->ops->decode_text(c, &r, buf, n, &t, &err), ZF_OK);
+    ck_assert_uint_eq(t->len, strlen(want));
+    ck_assert_msg(memcmp(t->text, want, t->len) == 0, "%.*s", (int)t->len, t->text);
+    ck_assert_uint_eq(t->starts[7], t->len);
+    free(t);
+    r.shape[0] = 1;
+    ck_assert_int_eq(c->ops->decode_text(c, &r, nul, 9, &t, &err), ZF_OK);
+    ck_assert_uint_eq(t->len, 5);
+    ck_assert(memcmp(t->text, "\\x00\n", 5) == 0);
+    free(t);
+    ck_assert_int_eq(c->ops->decode_text(c, &r, nul, 8, &t, &err), ZF_ERR_CORRUPT);
+    ck_assert_msg(strstr(err.msg, "vlen-bytes"), "%s", err.msg);
+    zf_codec_free(c);
+}
+END_TEST
+
 /* --- configurations --- */
 
 START_TEST(test_unknown_and_unsupported)
@@ -777,8 +814,8 @@ START_TEST(test_unknown_and_unsupported)
     zf_err err = {""};
     ck_assert_int_eq(tu_codec_status("{\"id\": \"foo\"}", &err), ZF_ERR_UNSUPPORTED);
     ck_assert_str_eq(err.msg, "codec \"foo\" is not supported");
-    static const char *const ids[] = {"vlen-bytes", "vlen-array", "json",   "json2",
-                                      "msgpack",    "msgpack2",   "pickle", "zfpy", "pcodec"};
+    static const char *const ids[] = {"vlen-array", "json",   "json2", "msgpack",
+                                      "msgpack2",   "pickle", "zfpy",  "pcodec"};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
         char cfg[128], quoted[64];
         snprintf(cfg, sizeof cfg, "{\"id\": \"%s\"}", ids[i]);
@@ -970,6 +1007,7 @@ Suite *codec_negative_suite(void)
     tcase_add_test(tk, test_checksum_mismatch);
     tcase_add_test(tk, test_unknown_and_unsupported);
     tcase_add_test(tk, test_vlen_utf8_text);
+    tcase_add_test(tk, test_vlen_bytes_text);
     tcase_add_test(tk, test_malformed_configs);
     tcase_add_test(tk, test_filter_sizes);
     tcase_add_test(tk, test_filters_misc);

@@ -9,6 +9,9 @@
   "", null and zarr-python's default 0), 2-D arrays in C and F order with chunks splitting both
   dimensions, a blosc and a zlib compressor; a malformed chunk is EIO and a log line, its
   neighbours still read;
+* vlen-bytes (zarr-python 2.13; a v3 `bytes` array around a numcodecs chunk): every byte value
+  0..255 alone and together, None, valid and broken UTF-8 equal an escaping computed here from
+  zarr-python's read, and unescape back to those bytes;
 * sizes: 0 in `ls -l` until a first whole read, the exact size after; `cat`, `wc -l`, `cp`,
   Python and pandas read the whole text; writing is refused.
 """
@@ -204,6 +207,133 @@ class ZarrPython(zfmount.TestCase):
                          ["a", "b", "c"])
         log("  rw: EACCES for open O_RDWR and truncate; user.zarr.metadata of a v2 |O and a v3 "
             "string array EINVAL, logged, nothing stored")
+
+
+def bytes_line(b):
+    """The line zarrfs must show for byte string b (docs/formats.md, vlen-bytes), computed apart
+    from zarrfs: Python's strict UTF-8 decoder decides what is valid; bytes it cannot decode,
+    C0/C1 controls, DEL, U+2028 and U+2029 are \\xHH; backslash, newline, CR, tab as for
+    strings."""
+    out = []
+    for ch in b.decode("utf-8", errors="surrogateescape"):
+        o = ord(ch)
+        if 0xDC80 <= o <= 0xDCFF:  # a byte outside valid UTF-8
+            out.append("\\x%02x" % (o - 0xDC00))
+        elif ch in ESC:
+            out.append(ESC[ch])
+        elif o < 0x20 or 0x7F <= o <= 0x9F or o in (0x2028, 0x2029):
+            out.append("".join("\\x%02x" % x for x in ch.encode("utf-8")))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def unescape_bytes(line):
+    """A vlen-bytes line back to its bytes (None for \\N)."""
+    if line == "\\N":
+        return None
+    rev = {"\\": b"\\", "n": b"\n", "r": b"\r", "t": b"\t"}
+    out, i = bytearray(), 0
+    while i < len(line):
+        if line[i] == "\\" and line[i + 1] == "x":
+            out.append(int(line[i + 2:i + 4], 16))
+            i += 4
+        elif line[i] == "\\":
+            out += rev[line[i + 1]]
+            i += 2
+        else:
+            out += line[i].encode("utf-8")
+            i += 1
+    return bytes(out)
+
+
+BYTES = [bytes([i]) for i in range(256)] + [
+    None, b"", b"caf\xc3\xa9", b"\xc2\x85", b"\xc2\xa0", b"\xe2\x80\xa8", b"\xe2\x80\xa7", b"\xed\xa0\x80",
+    b"\xc0\x80", b"\xf0\x9f\x98\x80", b"\xe6\x97a", b"\xf4\x90\x80\x80", b"a\\b\nc\r\td",
+    b"\\N", b"\\x41", bytes(range(256))]
+
+
+class VlenBytes(zfmount.TestCase):
+    """vlen-bytes (v2 |O, numcodecs VLenBytes; v3 `bytes`): zarr-python 2.13 writes every byte
+    value 0..255 alone and all together, None, UTF-8 and broken UTF-8; each file equals the
+    escaping computed here from zarr-python's own read, and its lines unescape to those bytes."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.store = os.path.join(WORK, "bytes.zarr")
+        g = zarr.open_group(cls.store, mode="w")
+        a = g.create_dataset("all", shape=(len(BYTES),), chunks=(50,), dtype=object,
+                             object_codec=numcodecs.VLenBytes(), compressor=numcodecs.Zlib())
+        a[:] = np.array(BYTES, dtype=object)
+        for fill in (None, 0):
+            a = g.create_dataset("missing_%s" % fill, shape=(7,), chunks=(2,), dtype=object,
+                                 object_codec=numcodecs.VLenBytes(), fill_value=fill)
+            a[2:4] = np.array([b"\x00\xff", b"x"], dtype=object)
+        a = g.create_dataset("m2", shape=(16, 16), chunks=(5, 3), dtype=object,
+                             object_codec=numcodecs.VLenBytes(), order="F")
+        a[:] = np.array(BYTES[:256], dtype=object).reshape(16, 16)
+        # v3 `bytes` (zarr-extensions): zarr-python 2.13 writes no v3, so its chunk is numcodecs'
+        cls.v3 = os.path.join(WORK, "bytes3.zarr")
+        os.makedirs(os.path.join(cls.v3, "b", "c"))
+        with open(os.path.join(cls.v3, "zarr.json"), "w") as f:
+            json.dump({"zarr_format": 3, "node_type": "group", "attributes": {}}, f)
+        with open(os.path.join(cls.v3, "b", "zarr.json"), "w") as f:
+            json.dump({"zarr_format": 3, "node_type": "array", "shape": [5], "data_type": "bytes",
+                       "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [3]}},
+                       "chunk_key_encoding": {"name": "default"}, "fill_value": "",
+                       "codecs": [{"name": "vlen-bytes"}]}, f)
+        cls.v3vals = [b"\x00a", b"\xff", b"\xc3\xa9\n"]
+        with open(os.path.join(cls.v3, "b", "c", "0"), "wb") as f:
+            f.write(numcodecs.VLenBytes().encode(np.array(cls.v3vals, dtype=object)))
+
+    def test_01_every_byte_equals_zarr_python(self):
+        with zfmount.Mount(self.store) as m:
+            for name in ("all", "missing_None", "missing_0", "m2"):
+                with self.subTest(array=name):
+                    z = zarr.open_array(os.path.join(self.store, name), mode="r")
+                    vals = list(z[...].ravel(order="C"))
+                    want = "".join(("\\N" if v is None else str(v) if isinstance(v, int)
+                                    else bytes_line(v)) + "\n" for v in vals)
+                    raw = zfmount.read_all(m.path(name))
+                    got = raw.decode("utf-8")  # valid UTF-8 whatever the bytes
+                    self.assertEqual(got, want)
+                    self.assertEqual(len(got.splitlines()), len(vals))
+                    back = [unescape_bytes(x) for x in got.splitlines()]
+                    self.assertEqual(back, [v if not isinstance(v, int) else str(v).encode()
+                                            for v in vals])
+            self.assertIn(b"vlen-bytes", os.getxattr(m.path("all"), "user.zarr.text"))
+            self.assertIn(b"xHH", os.getxattr(m.path("all"), "user.zarr.text"))
+            # what the escaping does to a few, spelled out
+            lines = zfmount.read_all(m.path("all")).decode().splitlines()
+            self.assertEqual(lines[0], "\\x00")
+            self.assertEqual(lines[ord("\\")], "\\\\")
+            self.assertEqual(lines[ord("A")], "A")
+            self.assertEqual(lines[0x7F], "\\x7f")
+            self.assertEqual(lines[0xE9], "\\xe9")
+            self.assertEqual(lines[256], "")  # None inside a chunk: numcodecs stores b""
+            self.assertEqual(lines[258:261], ["caf\u00e9", "\\xc2\\x85", "\u00a0"])
+        log("  vlen-bytes: bytes 0..255, None, UTF-8 and broken UTF-8 equal zarr-python 2.13's read")
+
+    def test_02_v3_bytes(self):
+        with zfmount.Mount(self.v3) as m:
+            got = zfmount.read_all(m.path("b")).decode()
+            self.assertEqual(got.splitlines(),
+                             [bytes_line(v) for v in self.v3vals] + ["", ""])
+            self.assertEqual([unescape_bytes(x) for x in got.splitlines()[:3]], self.v3vals)
+
+    def test_03_malformed_chunk_eio(self):
+        path = os.path.join(WORK, "bytes_bad.zarr")
+        g = zarr.open_group(path, mode="w")
+        a = g.create_dataset("x", shape=(4,), chunks=(2,), dtype=object, compressor=None,
+                             object_codec=numcodecs.VLenBytes())
+        a[:] = np.array([b"a", b"b", b"c", b"d"], dtype=object)
+        with open(os.path.join(path, "x", "1"), "r+b") as f:
+            f.write((-1).to_bytes(4, "little", signed=True))  # negative count
+        with zfmount.Mount(path) as m:
+            self.assertErrno(errno.EIO, zfmount.read_all, m.path("x"))
+            self.assertIn("vlen-bytes", m.stderr_text())
+            self.assertTrue(m.alive())
 
 
 class AnnData(zfmount.TestCase):
