@@ -102,6 +102,20 @@ void zf_array_view_release(zf_array *a, zf_array_view *v);
  * failure), ZF_ERR_CORRUPT (a chunk failed to decode; err names the chunk key), ZF_ERR_NOMEM. */
 zf_status zf_array_read(zf_array *a, uint64_t offset, void *buf, size_t len, size_t *nread,
                         zf_err *err);
+/* --- the text view: arrays of variable-length elements (zf_array_meta_is_text) ---
+ * Their file is text, one line per element in C order over the whole array (codec.h, "variable-
+ * length elements as text"; docs/formats.md), produced chunk by chunk as it is read: each cached
+ * chunk holds its lines and a line index, and the text offset of each band of chunks is learned
+ * as readers reach it. zf_array_read serves it (offset and len in bytes of text;
+ * *nread short only at the end of the text); zf_array_read_view declines it; zf_array_nbytes is
+ * 0 for it; zf_array_write and zf_array_enable_write refuse it (ZF_ERR_PERMISSION). */
+
+/* True, with the text's size in bytes, once every band's length is known (a reader reached the
+ * end); false before, and for arrays that are not text. */
+bool zf_array_text_size(zf_array *a, uint64_t *size);
+/* True for an array read as text. */
+bool zf_array_is_text(const zf_array *a);
+
 /* Close an array; its dirty chunks must have been flushed (zf_array_flush). */
 void zf_array_close(zf_array *a);
 

@@ -52,6 +52,7 @@ typedef struct zf_chunk_repr {
 } zf_chunk_repr;
 
 typedef struct zf_codec zf_codec;
+struct zf_text_chunk;
 
 typedef struct zf_codec_ops {
     const char *name; /* the codec id, e.g. "zlib", "delta", "transpose" */
@@ -97,6 +98,20 @@ typedef struct zf_codec_ops {
      * SIZE_MAX, and nothing past out[cap) was written or decoded; ZF_ERR_NOMEM. */
     zf_status (*decode_bounded)(const zf_codec *c, const uint8_t *in, size_t in_len,
                                 uint8_t *out, size_t cap, size_t *produced, zf_err *err);
+    /* Object codecs only (array -> bytes codecs of variable-length elements: vlen-utf8, ...;
+     * NULL for every other codec): decode in[0..in_len), the byte string of one chunk of
+     * `decoded` (shape in elements, C order of the stored layout), into its text form
+     * (zf_text_chunk, below). Errors: ZF_ERR_CORRUPT (a count that is negative or not the
+     * chunk's element count, a length past the end, invalid UTF-8 for vlen-utf8, a chunk whose
+     * text would reach 4 GiB; the message names the codec), ZF_ERR_NOMEM. */
+    zf_status (*decode_text)(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                             size_t in_len, struct zf_text_chunk **out, zf_err *err);
+    /* Object codecs only: the line (escaped, '\n'-terminated, malloc'd, *len bytes) that an
+     * element equal to the array's fill value (JSON `fill`) reads as. Errors: ZF_ERR_INVALID
+     * (a fill value the codec's elements cannot be), ZF_ERR_UNSUPPORTED (one whose meaning
+     * writers disagree on: vlen-bytes' string fill values), ZF_ERR_NOMEM. */
+    zf_status (*fill_text)(const zf_codec *c, yajl_val fill, char **line, size_t *len,
+                           zf_err *err);
 } zf_codec_ops;
 
 /* zf_codec_ops.encode flags. */
@@ -262,6 +277,58 @@ zf_status zf_sharding_encode_shard(const zf_codec *c, const uint8_t *const *chun
                                    const uint8_t *old_shard, uint64_t old_len,
                                    const uint64_t *old_index, unsigned flags, uint8_t **out,
                                    size_t *out_len, bool *empty, zf_err *err);
+
+/* ----- variable-length elements as text (object codecs) -----
+ *
+ * An array of variable-length elements (Zarr v2 object arrays: `"dtype": "|O"` with an object
+ * codec among the filters; Zarr v3 `string` and `bytes`) reads as text, one element per line
+ * in C order, each line ending in '\n' (docs/formats.md "Variable-length arrays as text").
+ * Escaping is PostgreSQL COPY's text format: backslash, newline, carriage return and tab are
+ * written `\\`, `\n`, `\r`, `\t`; a missing element (None, null) is `\N`; an empty string is
+ * an empty line; for byte strings (vlen-bytes) also `\xHH` for each byte that is not printable
+ * UTF-8 (zf_text_escape_bytes in src/codec/codec_impl.h). So `wc -l` counts the elements and
+ * no element spans two lines. */
+
+/* One decoded chunk in text form, in a single allocation (free() it whole): element i (C order
+ * of the chunk) is text[starts[i] .. starts[i + 1]), its line including the '\n'. */
+typedef struct zf_text_chunk {
+    uint64_t nelems;  /* elements (the chunk's, padding of edge chunks included) */
+    uint64_t len;     /* bytes of text, < 2^32 */
+    uint32_t *starts; /* nelems + 1 offsets into text, bytes */
+    char *text;
+} zf_text_chunk;
+
+/* Allocate a text chunk of nelems elements and len bytes of text (starts and text uninitialised
+ * but for starts[0] = 0). NULL when out of memory or len >= 2^32. */
+zf_text_chunk *zf_text_chunk_alloc(uint64_t nelems, uint64_t len);
+
+/* Bytes of s[0..n) escaped as above (without the line's '\n'), and the escaping itself into
+ * out (which holds that many bytes); returns the bytes written. */
+size_t zf_text_escaped_len(const uint8_t *s, size_t n);
+size_t zf_text_escape(const uint8_t *s, size_t n, char *out);
+
+/* True when the chain decodes chunks of variable-length elements: it holds an object codec
+ * (zf_codec_ops.decode_text), with only transposes before it and bytes -> bytes codecs after. */
+bool zf_chain_is_text(const zf_codec_chain *chain);
+
+/* Decode one stored chunk (in, in_len bytes) of a text chain (zf_chain_is_text) for chunks of
+ * `decoded` (shape in elements): the bytes -> bytes codecs backwards (their output bounded by
+ * 2 GiB: more is ZF_ERR_CORRUPT), the object codec, then the transposes, into *out (malloc'd,
+ * free() it), the chunk's elements in C order. Errors: ZF_ERR_CORRUPT (message names the codec),
+ * ZF_ERR_INVALID (not a text chain), ZF_ERR_NOMEM. */
+zf_status zf_chain_decode_text(const zf_codec_chain *chain, const zf_chunk_repr *decoded,
+                               const uint8_t *in, size_t in_len, zf_text_chunk **out,
+                               zf_err *err);
+
+/* The line of an element equal to the fill value (JSON `fill`) in a text chain's object codec's
+ * convention (zf_codec_ops.fill_text). Errors: ZF_ERR_INVALID, ZF_ERR_UNSUPPORTED,
+ * ZF_ERR_NOMEM. */
+zf_status zf_chain_text_fill(const zf_codec_chain *chain, yajl_val fill, char **line,
+                             size_t *len, zf_err *err);
+
+/* The name of a text chain's object codec ("vlen-utf8", "vlen-bytes"), NULL when the chain has
+ * none. */
+const char *zf_chain_text_codec(const zf_codec_chain *chain);
 
 /* Checksums used by codecs (exposed for tests). CRC-32C (Castagnoli) with zlib's crc32()
  * convention: start with crc = 0, pass the previous result to continue; "123456789" gives

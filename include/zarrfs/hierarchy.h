@@ -42,6 +42,7 @@ typedef struct zf_node {
     struct zf_node *pending_next;
     uint64_t gen;          /* arrays: bumped by each resize (a new chunk-cache id) */
     _Atomic bool read_failed_logged; /* an undecodable array's failed read was logged */
+    _Atomic bool size_told; /* text arrays: the kernel was told that the size became known */
     /* v3 groups with their own inline consolidated metadata (below the root): its index, made
      * on first use (cindexed), over cdoc, the parsed document */
     bool cindexed;
@@ -147,6 +148,13 @@ zf_node *zf_hierarchy_node(zf_hierarchy *h, uint64_t id);
 /* A node's size in bytes (files: of the flat view, or of a derived file) and the time of its
  * metadata, read under the node's lock: resizes and remade headers change them. */
 void zf_hierarchy_node_stat(zf_node *n, uint64_t *size, struct timespec *mtime);
+
+/* True for a file whose size is not known until it is read to its end: an array of
+ * variable-length elements read as text (docs/formats.md "Variable-length arrays as text")
+ * before any reader reached its end. Its stat size is 0 until then, the exact size after (for
+ * the mount's lifetime, or until its metadata is read again); such a file must be read without
+ * the page cache (direct I/O), until a read returns nothing, as files in /proc are. */
+bool zf_hierarchy_size_unknown(zf_node *n);
 
 /* Names of the children of a directory node (groups and arrays, including ones whose metadata
  * is invalid or unsupported, and implicit groups: directories without metadata above other

@@ -52,6 +52,11 @@ typedef struct zf_array_meta {
     char *dimension_names_json;   /* JSON list, or NULL when the node has none */
     bool dimension_separator_given; /* v2: .zarray had "dimension_separator" */
     bool variable_length;         /* the data type has object (variable-length) elements */
+    /* Variable-length arrays read as text (chain is a text chain, zf_chain_is_text; codec.h
+     * "variable-length elements as text"): the line an element equal to the fill value reads
+     * as, escaped and '\n'-terminated, text_fill_len bytes. NULL for every other array. */
+    char *text_fill;
+    size_t text_fill_len;
     zf_chunk_key_encoding key_encoding;
     zf_codec_chain chain;         /* decode pipeline; its decoded repr is one whole chunk */
 } zf_array_meta;
@@ -133,6 +138,10 @@ zf_status zf_meta_parse_draft_array(zf_format format, const char *key, const cha
                                     size_t len, zf_node_meta *meta, zf_err *err);
 zf_status zf_meta_parse_draft_group(zf_format format, const char *key, const char *text,
                                     size_t len, zf_node_meta *meta, zf_err *err);
+
+/* True when the array is one of variable-length elements that reads as text (text_fill set):
+ * its file is one line per element, its size known only once read (docs/formats.md). */
+bool zf_array_meta_is_text(const zf_array_meta *a);
 
 /* The bytes of an array's flat file, product(shape) * itemsize, when its shape and a
  * fixed-size data type are known: true also for an array zarrfs cannot decode (an unknown

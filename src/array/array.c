@@ -181,6 +181,24 @@ uint64_t zf_array_now_ns(void)
 static zf_status decode_chunk(zf_array *a, const char *what, zf_bytes *raw, void **data,
                               size_t *size, zf_err *err)
 {
+    if (a->text) {
+        zf_text_chunk *t = NULL;
+        zf_err derr = {""};
+        uint64_t t0 = zf_array_now_ns();
+        zf_status st = zf_chain_decode_text(a->chain, &a->decoded, raw->data, raw->len, &t,
+                                            &derr);
+        decode_ns += zf_array_now_ns() - t0;
+        zf_bytes_free(raw);
+        if (st != ZF_OK) {
+            n_failed++;
+            return zf_fail(err, st == ZF_ERR_NOMEM ? st : ZF_ERR_CORRUPT, "%s: %s", what,
+                           derr.msg[0] ? derr.msg : zf_status_str(st));
+        }
+        n_decoded++;
+        *data = t;
+        *size = sizeof *t + (size_t)(t->nelems + 1) * sizeof(uint32_t) + (size_t)t->len + 1;
+        return ZF_OK;
+    }
     if (a->chain->n == 0 && raw->len == a->chunk_nbytes && raw->data) {
         *data = raw->data; /* stored raw: the store's buffer is the decoded chunk */
         *size = raw->len;
@@ -456,6 +474,12 @@ zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta
     }
     zf_grid_init(&a->grid, meta->ndim, meta->shape, cshape);
     a->nbytes = zf_grid_nelems(&a->grid) * a->itemsize; /* bounded by 2^63 at parse time */
+    if (zf_array_meta_is_text(meta)) {
+        a->itemsize = 0;
+        a->chunk_nbytes = 0;
+        a->nbytes = 0;
+        zf_array_text_init(a);
+    }
     a->fill_is_zero = true;
     for (size_t i = 0; i < a->itemsize; i++)
         if (meta->fill_value[i])
@@ -501,6 +525,7 @@ void zf_array_close(zf_array *a)
         pthread_mutex_destroy(&a->shard_mu);
         pthread_rwlock_destroy(&a->shard_rw);
     }
+    zf_array_text_free(a);
     free(a->prefix);
     free(a);
 }
@@ -545,6 +570,12 @@ static zf_status collect_run(void *ctx, const zf_run *run)
     c->chunks[c->n++] = run->chunk;
     return ZF_OK;
 }
+
+static bool queue_load(zf_array *a, uint64_t chunk, bool ahead);
+
+bool zf_array_is_text(const zf_array *a) { return a->text; }
+
+bool zf_array_queue_load(zf_array *a, uint64_t chunk) { return queue_load(a, chunk, false); }
 
 static bool queue_load(zf_array *a, uint64_t chunk, bool ahead)
 {
@@ -721,6 +752,8 @@ zf_status zf_array_read(zf_array *a, uint64_t offset, void *buf, size_t len, siz
                         zf_err *err)
 {
     *nread = 0;
+    if (a->text)
+        return zf_array_text_read(a, offset, buf, len, nread, err);
     uint64_t eb, ee;
     if (!read_begin(a, offset, &len, &eb, &ee))
         return ZF_OK;
@@ -810,7 +843,7 @@ zf_status zf_array_read_view(zf_array *a, uint64_t offset, size_t len, zf_array_
 {
     *nread = 0;
     v->npieces = v->npins = v->len = 0;
-    if (a->writable)
+    if (a->writable || a->text)
         return ZF_ERR_UNSUPPORTED;
     uint64_t eb, ee;
     if (!read_begin(a, offset, &len, &eb, &ee))

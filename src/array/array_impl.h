@@ -55,7 +55,26 @@ struct zf_array {
     pthread_rwlock_t shard_rw;     /* loading an inner chunk (read) vs replacing its shard and
                                       dropping the shard's cached index (write) */
     zf_cache_owner owner;          /* writeback of this array's dirty chunks */
+    /* the text view of variable-length elements (text.c); the rest under text_mu */
+    bool text;
+    _Atomic bool text_known;       /* every band's length is known: the text's size */
+    pthread_mutex_t text_mu;
+    uint64_t text_row;             /* elements per index of the first dimension */
+    uint64_t text_nbands;          /* bands of the text view */
+    uint64_t *text_band_start;     /* text offset of bands 0..text_nknown */
+    uint64_t text_nknown;          /* bands whose length is known */
+    size_t text_cap;               /* entries of text_band_start */
+    uint64_t text_cursor_pos, text_cursor_elem; /* where the last read's last run began */
 };
+
+/* The text view (text.c). */
+void zf_array_text_init(zf_array *a);
+void zf_array_text_free(zf_array *a);
+/* Queue a load of chunk on the pool (array.c). False when it could not be queued. */
+bool zf_array_queue_load(zf_array *a, uint64_t chunk);
+/* zf_array_read of a text array. */
+zf_status zf_array_text_read(zf_array *a, uint64_t offset, void *buf, size_t len,
+                             size_t *nread, zf_err *err);
 
 /* The cache record (zf_cache_entry_written) of a chunk of a writable array: which version of
  * the store its cached copy came from, and which elements were written into it since it was

@@ -296,3 +296,97 @@ zf_status zf_chain_encode(const zf_codec_chain *chain, const zf_chunk_repr *deco
     *out_len = cur_len;
     return ZF_OK;
 }
+
+/* ----- text chains (codec.h, "variable-length elements as text") ----- */
+
+/* Index of the object codec of a text chain, or chain->n when it is not one. */
+static size_t text_codec_index(const zf_codec_chain *chain)
+{
+    size_t k = 0;
+    unsigned nd, order[ZF_MAX_DIMS];
+    while (k < chain->n && !chain->codecs[k]->ops->decode_text) {
+        if (!zf_codec_transpose_order(chain->codecs[k], &nd, order))
+            return chain->n;
+        k++;
+    }
+    if (k == chain->n)
+        return k;
+    for (size_t i = k + 1; i < chain->n; i++)
+        if (chain->codecs[i]->ops->kind != ZF_CODEC_BYTES_TO_BYTES)
+            return chain->n;
+    return k;
+}
+
+bool zf_chain_is_text(const zf_codec_chain *chain)
+{
+    return text_codec_index(chain) < chain->n;
+}
+
+const char *zf_chain_text_codec(const zf_codec_chain *chain)
+{
+    size_t k = text_codec_index(chain);
+    return k < chain->n ? chain->codecs[k]->ops->name : NULL;
+}
+
+zf_status zf_chain_text_fill(const zf_codec_chain *chain, yajl_val fill, char **line,
+                             size_t *len, zf_err *err)
+{
+    size_t k = text_codec_index(chain);
+    if (k == chain->n)
+        return zf_fail(err, ZF_ERR_INVALID, "not a chain of variable-length elements");
+    const zf_codec *c = chain->codecs[k];
+    return c->ops->fill_text(c, fill, line, len, err);
+}
+
+/* The limit on an intermediate byte string of a text chain: chunks of variable-length elements
+ * have no size the metadata could give, so zarrfs's chunk limit bounds them. */
+#define TEXT_BOUND ((size_t)1 << 31)
+
+zf_status zf_chain_decode_text(const zf_codec_chain *chain, const zf_chunk_repr *decoded,
+                               const uint8_t *in, size_t in_len, zf_text_chunk **out,
+                               zf_err *err)
+{
+    *out = NULL;
+    size_t n = chain->n, k = text_codec_index(chain);
+    if (k == n)
+        return zf_fail(err, ZF_ERR_INVALID, "not a chain of variable-length elements");
+    zf_chunk_repr stack[STACK_REPRS], *reprs = stack;
+    if (n + 1 > STACK_REPRS && !(reprs = malloc((n + 1) * sizeof *reprs)))
+        return ZF_ERR_NOMEM;
+    zf_status st = zf_chain_resolve(chain, decoded, reprs, err);
+    scratch buf[2] = {{NULL, 0}, {NULL, 0}};
+    size_t first = sat_add(sat_mul(in_len, 4), (size_t)1 << 20);
+    const uint8_t *cur = in;
+    size_t cur_len = in_len;
+    for (size_t i = n - 1; st == ZF_OK && i > k; i--) {
+        const uint8_t *dst = NULL;
+        size_t len = 0;
+        st = decode_unknown(chain->codecs[i], cur, cur_len, TEXT_BOUND, first, &buf[i & 1], &dst,
+                            &len, err);
+        cur = dst;
+        cur_len = len;
+    }
+    zf_text_chunk *t = NULL;
+    if (st == ZF_OK)
+        st = chain->codecs[k]->ops->decode_text(chain->codecs[k], &reprs[k], cur, cur_len, &t,
+                                                err);
+    free(buf[0].p);
+    free(buf[1].p);
+    for (size_t i = k; st == ZF_OK && i-- > 0;) { /* transposes: reprs[i + 1] -> reprs[i] */
+        unsigned nd, order[ZF_MAX_DIMS];
+        zf_codec_transpose_order(chain->codecs[i], &nd, order);
+        zf_text_chunk *u;
+        if ((st = zf_text_transpose(t, nd, reprs[i + 1].shape, order, &u)) == ZF_OK) {
+            free(t);
+            t = u;
+        }
+    }
+    if (reprs != stack)
+        free(reprs);
+    if (st != ZF_OK) {
+        free(t);
+        return st;
+    }
+    *out = t;
+    return ZF_OK;
+}

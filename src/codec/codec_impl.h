@@ -131,6 +131,53 @@ zf_status zf_dtype_filter_cast_decode(const zf_codec *c, const zf_chunk_repr *de
 
 /* --- encoding (zf_codec_ops.encode) --- */
 
+/* When c is a transpose codec: its order (stored axis i is decoded axis order[i]) and true. */
+bool zf_codec_transpose_order(const zf_codec *c, unsigned *ndim, unsigned *order);
+
+/* The object codecs (codec.h, "variable-length elements as text"), v2 ids and v3 names. */
+zf_status zf_codec_vlen_utf8_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_vlen_bytes_new(yajl_val cfg, zf_codec **out, zf_err *err);
+
+/* What vlen-utf8 and vlen-bytes share (text.c). resolve: the decoded type must be an object
+ * ('O') type, the encoded form is bytes of unknown size (ZF_ERR_INVALID otherwise); decode: always
+ * ZF_ERR_INVALID (these codecs decode to text only). */
+zf_status zf_vlen_resolve(const zf_codec *c, const zf_chunk_repr *decoded,
+                          zf_chunk_repr *encoded, zf_err *err);
+zf_status zf_vlen_decode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
+                         size_t in_len, uint8_t *out, size_t out_len, zf_err *err);
+/* Decode numcodecs' length-prefixed chunk layout (a little-endian u32 element count, then per
+ * element a u32 byte length and its bytes; both read as signed, as numcodecs does; bytes after
+ * the last element ignored) into text: utf8 true checks strict UTF-8 and escapes as
+ * zf_text_escape (vlen-utf8), false escapes as zf_text_escape_bytes (vlen-bytes). Errors:
+ * ZF_ERR_CORRUPT (a count negative or not the chunk's element count, a length past the end,
+ * invalid UTF-8, text reaching 4 GiB; the message starts with `name`), ZF_ERR_NOMEM. */
+zf_status zf_vlen_decode_text(const char *name, const zf_chunk_repr *decoded, const uint8_t *in,
+                              size_t in_len, bool utf8, zf_text_chunk **out, zf_err *err);
+
+/* Strict UTF-8 as Python decodes it (no overlong forms, surrogates or code points past
+ * U+10FFFF): zf_text_valid_utf8 for s[0..n); zf_text_utf8_seq the length (1..4) of the valid
+ * sequence starting s[0] (n >= 1 bytes available), 0 when none starts there. */
+bool zf_text_valid_utf8(const uint8_t *s, size_t n);
+size_t zf_text_utf8_seq(const uint8_t *s, size_t n);
+
+/* Bytes s[0..n) as text (vlen-bytes; docs/formats.md "Variable-length arrays as text"): as
+ * zf_text_escape for backslash, newline, carriage return and tab; `\xHH` (two lowercase hex
+ * digits) for every other byte below 0x20, 0x7F, each byte of a C1 control (U+0080..U+009F,
+ * C2 80..C2 9F), of U+2028 and U+2029 (line breaks to Python's str.splitlines) and each byte
+ * not part of a valid UTF-8 sequence; other valid UTF-8 as it is.
+ * Writes into out unless it is NULL; returns the bytes of the escaped form. */
+size_t zf_text_escape_bytes(const uint8_t *s, size_t n, char *out);
+
+/* Text of chunk t (elements in C order of the encoded shape `enc`, ndim dims) reordered into C
+ * order of the decoded shape, where encoded axis i is decoded axis order[i]; *out malloc'd.
+ * Errors: ZF_ERR_NOMEM. */
+zf_status zf_text_transpose(const zf_text_chunk *t, unsigned ndim, const uint64_t *enc,
+                            const unsigned *order, zf_text_chunk **out);
+
+/* A line of `s` (n bytes) escaped, with its '\n', malloc'd into *line, *len bytes. Errors:
+ * ZF_ERR_NOMEM. */
+zf_status zf_text_line(const uint8_t *s, size_t n, char **line, size_t *len);
+
 /* malloc(n), at least one byte, so an empty result is still a valid allocation. */
 uint8_t *zf_enc_alloc(size_t n);
 

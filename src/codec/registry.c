@@ -33,13 +33,13 @@ static const struct {
     {"base64", zf_codec_base64_new},
     {"fletcher32", zf_codec_fletcher32_new},
     {"jenkins_lookup3", zf_codec_jenkins_lookup3_new},
+    {"vlen-utf8", zf_codec_vlen_utf8_new},
+    {"vlen-bytes", zf_codec_vlen_bytes_new},
 };
 
 static const struct {
     const char *id, *why;
 } unsupported[] = {
-    {"vlen-utf8", "object arrays of variable-length strings"},
-    {"vlen-bytes", "object arrays of variable-length bytes"},
     {"vlen-array", "object arrays of variable-length arrays"},
     {"json", "object arrays"},
     {"json2", "object arrays"},

@@ -279,3 +279,13 @@ zf_status zf_codec_transpose_new(unsigned ndim, const unsigned *order, zf_codec 
     *out = &t->base;
     return ZF_OK;
 }
+
+bool zf_codec_transpose_order(const zf_codec *c, unsigned *ndim, unsigned *order)
+{
+    if (c->ops != &transpose_ops)
+        return false;
+    const transpose_codec *t = (const transpose_codec *)c;
+    *ndim = t->ndim;
+    memcpy(order, t->order, sizeof(unsigned) * t->ndim);
+    return true;
+}

@@ -177,7 +177,8 @@ static const struct {
     {"adler32", ZF_CODEC_BYTES_TO_BYTES},   {"crc32c", ZF_CODEC_BYTES_TO_BYTES},
     {"base64", ZF_CODEC_BYTES_TO_BYTES},    {"fletcher32", ZF_CODEC_BYTES_TO_BYTES},
     {"jenkins_lookup3", ZF_CODEC_BYTES_TO_BYTES}, {"pcodec", ZF_CODEC_ARRAY_TO_BYTES},
-    {"zfpy", ZF_CODEC_ARRAY_TO_BYTES},
+    {"zfpy", ZF_CODEC_ARRAY_TO_BYTES},       {"vlen-utf8", ZF_CODEC_ARRAY_TO_BYTES},
+    {"vlen-bytes", ZF_CODEC_ARRAY_TO_BYTES},
 };
 
 static bool numcodecs_kind(const char *id, zf_codec_kind *kind)
@@ -248,6 +249,21 @@ static zf_status nc_encode(const zf_codec *c, const zf_chunk_repr *decoded, cons
     return w->inner->ops->encode(w->inner, decoded, in, in_len, flags, out, out_len, err);
 }
 
+static zf_status nc_decode_text(const zf_codec *c, const zf_chunk_repr *decoded,
+                                const uint8_t *in, size_t in_len, zf_text_chunk **out,
+                                zf_err *err)
+{
+    const numcodecs_v3 *w = (const numcodecs_v3 *)c;
+    return w->inner->ops->decode_text(w->inner, decoded, in, in_len, out, err);
+}
+
+static zf_status nc_fill_text(const zf_codec *c, yajl_val fill, char **line, size_t *len,
+                              zf_err *err)
+{
+    const numcodecs_v3 *w = (const numcodecs_v3 *)c;
+    return w->inner->ops->fill_text(w->inner, fill, line, len, err);
+}
+
 static void nc_destroy(zf_codec *c)
 {
     numcodecs_v3 *w = (numcodecs_v3 *)c;
@@ -279,6 +295,8 @@ static zf_status numcodecs_new(const char *name, const char *shown, yajl_val cfg
     w->ops.decoded_size = inner->ops->decoded_size ? nc_decoded_size : NULL;
     w->ops.decode_bounded = inner->ops->decode_bounded ? nc_decode_bounded : NULL;
     w->ops.encode = inner->ops->encode ? nc_encode : NULL;
+    w->ops.decode_text = inner->ops->decode_text ? nc_decode_text : NULL;
+    w->ops.fill_text = inner->ops->fill_text ? nc_fill_text : NULL;
     w->base.ops = &w->ops;
     *out = &w->base;
     return ZF_OK;
@@ -547,6 +565,8 @@ static bool kind_by_name(const entry *e, zf_codec_dialect dialect, zf_codec_kind
         {"bitround", ZF_CODEC_ARRAY_TO_ARRAY, false},
         {"reshape", ZF_CODEC_ARRAY_TO_ARRAY, false},
         {"zarrs.squeeze", ZF_CODEC_ARRAY_TO_ARRAY, false},
+        {"vlen-utf8", ZF_CODEC_ARRAY_TO_BYTES, false},
+        {"vlen-bytes", ZF_CODEC_ARRAY_TO_BYTES, false},
     };
     if (!e->id)
         return false;
@@ -596,6 +616,16 @@ static zf_status build(const entry *e, zf_codec_dialect dialect, const zf_chunk_
         return crc32c_new(e->cfg, out, err);
     if (strcmp(id, "sharding_indexed") == 0)
         return zf_codec_sharding_new(e->cfg, cur, fill, depth, out, err);
+    if (strcmp(id, "vlen-utf8") == 0) { /* zarr-extensions "vlen-utf8": no configuration */
+        static const char *const none[] = {NULL};
+        zf_status st = zf_v3_check_keys(e->cfg, "vlen-utf8", none, err);
+        return st != ZF_OK ? st : zf_codec_vlen_utf8_new(e->cfg, out, err);
+    }
+    if (strcmp(id, "vlen-bytes") == 0) { /* zarr-extensions "vlen-bytes": no configuration */
+        static const char *const none[] = {NULL};
+        zf_status st = zf_v3_check_keys(e->cfg, "vlen-bytes", none, err);
+        return st != ZF_OK ? st : zf_codec_vlen_bytes_new(e->cfg, out, err);
+    }
     return zf_fail(err, ZF_ERR_UNSUPPORTED, "codec \"%.200s\" is not supported", e->name);
 }
 

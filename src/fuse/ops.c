@@ -82,7 +82,8 @@ static void node_attr(const zf_fs *fs, zf_node *n, struct stat *st, bool rw)
 {
     memset(st, 0, sizeof *st);
     st->st_ino = n->id;
-    owner_attr(fs, n->is_dir, rw && !n->derived, st); /* files derived from an array: read-only */
+    /* files derived from an array, and text files of variable-length elements: read-only */
+    owner_attr(fs, n->is_dir, rw && !n->derived && !zf_array_meta_is_text(&n->meta.array), st);
     st->st_nlink = n->is_dir ? 2 : 1;
     uint64_t size;
     zf_hierarchy_node_stat(n, &size, &st->st_mtim); /* (changes may be replacing them) */
@@ -551,6 +552,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fuse_reply_open(req, fi);
         return;
     }
+    if (write && !n->pending && zf_array_meta_is_text(&n->meta.array)) {
+        fuse_reply_err(req, FS(req)->rw ? EACCES : EROFS); /* text of variable-length elements */
+        return;
+    }
     if (write && refuse_readonly(req))
         return;
     zf_err err = {""};
@@ -574,6 +579,12 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
      * readahead keeps a sequential reader fed). */
     fi->keep_cache = !FS(req)->rw;
     fi->direct_io = FS(req)->direct_io;
+    /* A file whose size is not known yet (text of variable-length elements): stat says 0, so
+     * reads must reach the daemon whatever the kernel thinks the size is, as for /proc files. */
+    if (!n->pending && zf_hierarchy_size_unknown(n)) {
+        fi->direct_io = 1;
+        fi->keep_cache = 0;
+    }
     fuse_reply_open(req, fi);
 }
 
@@ -654,6 +665,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         st = n->derived ? zf_hierarchy_read_derived(H(req), n, (uint64_t)off, buf, size, &got,
                                                     &err)
                         : zf_array_read(a, (uint64_t)off, buf, size, &got, &err);
+    /* A text file read to its end: its size is known now, so the kernel's cached size (0)
+     * goes (attributes only: safe inside the handler, before the reply). */
+    uint64_t tsize;
+    if (st == ZF_OK && a && got < size && FS(req)->se && !atomic_load(&n->size_told) &&
+        zf_array_text_size(a, &tsize) && !atomic_exchange(&n->size_told, true))
+        fuse_lowlevel_notify_inval_inode(FS(req)->se, n->id, -1, 0);
     if (st != ZF_OK)
         reply_read_error(req, n, st, &err, size, (uint64_t)off);
     else
@@ -697,6 +714,12 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
     }
     if (refuse_readonly(req))
         return;
+    if ((to_set & FUSE_SET_ATTR_SIZE) && !n->pending && !n->is_dir &&
+        zf_array_meta_is_text(&n->meta.array)) {
+        zf_log_info("%s: truncate: text of variable-length elements is read-only", n->path);
+        fuse_reply_err(req, EACCES); /* as open for writing */
+        return;
+    }
     if (to_set & FUSE_SET_ATTR_SIZE) {
         zf_err err = {""};
         zf_status st = n->is_dir ? ZF_ERR_IS_DIR
@@ -823,7 +846,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 static const char *const XATTRS[] = {
     "user.zarr.format",    "user.zarr.metadata", "user.zarr.attributes",     "user.zarr.shape",
     "user.zarr.chunks",    "user.zarr.dtype",    "user.zarr.fill_value",     "user.zarr.dimension_names",
-    "user.zarr.error",
+    "user.zarr.error",     "user.zarr.text",
 };
 #define N_XATTRS (sizeof XATTRS / sizeof *XATTRS)
 
@@ -862,6 +885,16 @@ static char *xattr_value(const zf_node *n, size_t i)
         return strdup(a->dimension_names_json ? a->dimension_names_json : "null");
     case 8: /* why the array cannot be read (its reads fail) */
         return m->unsupported != ZF_OK && m->unsupported_why ? strdup(m->unsupported_why) : NULL;
+    case 9: { /* variable-length elements: the text convention (docs/formats.md) */
+        if (!array || !zf_array_meta_is_text(a))
+            return NULL;
+        char v[200];
+        const char *codec = zf_chain_text_codec(&a->chain);
+        snprintf(v, sizeof v, "lines; escaping: postgresql-copy-text%s; codec: %s",
+                 strstr(codec, "vlen-bytes") ? ", \\xHH for bytes not printable UTF-8" : "",
+                 codec);
+        return strdup(v);
+    }
     }
     return NULL;
 }

@@ -597,7 +597,21 @@ void zf_hierarchy_node_stat(zf_node *n, uint64_t *size, struct timespec *mtime)
     pthread_mutex_lock(&n->mu);
     *size = n->size;
     *mtime = n->mtime;
+    uint64_t text;
+    if (!n->is_dir && n->array && zf_array_text_size(n->array, &text))
+        *size = text; /* a text file read to its end once: its exact size from now on */
     pthread_mutex_unlock(&n->mu);
+}
+
+bool zf_hierarchy_size_unknown(zf_node *n)
+{
+    if (n->is_dir || n->derived || n->pending || !zf_array_meta_is_text(&n->meta.array))
+        return false;
+    pthread_mutex_lock(&n->mu);
+    uint64_t size;
+    bool known = n->array && zf_array_text_size(n->array, &size);
+    pthread_mutex_unlock(&n->mu);
+    return !known;
 }
 
 void zf_hierarchy_names_free(char **names, size_t n)

@@ -165,6 +165,11 @@ static zf_status parse_array_doc(zf_hierarchy *h, const char *key, const char *t
     if (st == ZF_OK && m->unsupported != ZF_OK)
         st = zf_fail(err, ZF_ERR_INVALID, "%s: %s", key,
                      m->unsupported_why ? m->unsupported_why : "unsupported");
+    /* Arrays of variable-length elements read as text (docs/formats.md): zarrfs writes none. */
+    if (st == ZF_OK && m->array.variable_length)
+        st = zf_fail(err, ZF_ERR_INVALID,
+                     "%s: variable-length data type %s: such arrays are read-only text, zarrfs "
+                     "does not create them", key, m->array.dtype_json ? m->array.dtype_json : "?");
     return st;
 }
 
@@ -529,7 +534,7 @@ zf_status zf_hierarchy_set_metadata(zf_hierarchy *h, zf_node *node, const char *
     zf_node_meta m = {0};
     if ((st = parse_array_doc(h, name, json, len, NULL, &m, err)) != ZF_OK) {
         zf_node_meta_free(&m);
-        return st == ZF_ERR_NOMEM ? st : zf_fail(err, ZF_ERR_INVALID, "%s", err->msg);
+        return st == ZF_ERR_NOMEM ? st : ZF_ERR_INVALID; /* err already says why */
     }
     if ((st = set_doc(h, node->prefix, name, json, len, err)) != ZF_OK) {
         zf_store_remove_dir(h->store, node->prefix, NULL); /* as zf_hierarchy_mkdir */

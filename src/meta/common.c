@@ -193,3 +193,32 @@ bool zf_meta_bits_string(const char *s, size_t itemsize, bool allow_binary, bool
         out[big_endian ? itemsize - 1 - i : i] = (uint8_t)(v >> (8 * i));
     return true;
 }
+
+/* Elements per chunk of a variable-length array: a chunk's count is a 32-bit number in every
+ * object codec (numcodecs), so more cannot be stored; zarrfs keeps a line index per element. */
+#define MAX_TEXT_CHUNK_ELEMS ((uint64_t)1 << 31)
+
+zf_status zf_meta_text_finish(const char *key, zf_node_meta *m, yajl_val fill, zf_err *err)
+{
+    zf_array_meta *a = &m->array;
+    a->variable_length = true;
+    uint64_t n = 1;
+    for (unsigned d = 0; d < a->ndim; d++) {
+        if (a->chunks[d] > MAX_TEXT_CHUNK_ELEMS || n * a->chunks[d] > MAX_TEXT_CHUNK_ELEMS)
+            return zf_meta_unsupported(m, "%s: a chunk holds more than 2^31 elements, zarrfs's "
+                                       "limit for variable-length elements", key);
+        n *= a->chunks[d];
+    }
+    if (m->unsupported != ZF_OK)
+        return ZF_OK;
+    if (!zf_chain_is_text(&a->chain))
+        return zf_meta_unsupported(m, "%s: variable-length data type %s without an object codec "
+                                   "zarrfs reads (vlen-utf8, vlen-bytes)", key, a->dtype_json);
+    zf_err ferr = {""};
+    zf_status st = zf_chain_text_fill(&a->chain, fill, &a->text_fill, &a->text_fill_len, &ferr);
+    if (st == ZF_ERR_UNSUPPORTED)
+        return zf_meta_unsupported(m, "%s: \"fill_value\": %s", key, ferr.msg);
+    if (st == ZF_ERR_INVALID)
+        return ZF_FIELD_FAIL(err, key, "fill_value", "%s", ferr.msg);
+    return st;
+}

@@ -27,7 +27,7 @@ static const struct {
 
 /* Variable-length types zarr-python 3 writes ("string" and "bytes" in 3.0; 3.1 also spells them
  * "variable_length_utf8" and "variable_length_bytes"): elements have no fixed size, so they have
- * no flat encoding. */
+ * no flat encoding; the strings read as text (type kind 'O', typestr the name). */
 static const char *const VLEN[] = {"string", "variable_length_utf8", "bytes",
                                    "variable_length_bytes"};
 
@@ -84,6 +84,14 @@ static zf_status named(const char *name, zf_v3_dtype *out, zf_err *err)
     int r = raw_type(name, out, err);
     if (r)
         return r > 0 ? ZF_OK : ZF_ERR_INVALID;
+    if (strcmp(name, "string") == 0 || strcmp(name, "variable_length_utf8") == 0 ||
+        strcmp(name, "bytes") == 0 || strcmp(name, "variable_length_bytes") == 0) {
+        /* Variable-length UTF-8 or bytes: no item size; read as text (zf_meta_text_finish). */
+        out->dt = (zf_dtype){.kind = 'O', .byteorder = '|', .itemsize = 0};
+        snprintf(out->name, sizeof out->name, "%s", name);
+        snprintf(out->typestr, sizeof out->typestr, "%s", name);
+        return ZF_OK;
+    }
     for (size_t i = 0; i < sizeof VLEN / sizeof *VLEN; i++)
         if (strcmp(name, VLEN[i]) == 0)
             return zf_fail(err, ZF_ERR_UNSUPPORTED,

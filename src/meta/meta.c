@@ -25,6 +25,11 @@ uint64_t zf_array_meta_chunk_elems(const zf_array_meta *a)
     return n;
 }
 
+bool zf_array_meta_is_text(const zf_array_meta *a)
+{
+    return a->variable_length && a->text_fill;
+}
+
 bool zf_array_meta_flat_size(const zf_array_meta *a, uint64_t *bytes)
 {
     if (!a->dtype_typestr || a->variable_length || a->dtype.kind == 'O')
@@ -94,6 +99,7 @@ void zf_node_meta_free(zf_node_meta *m)
     free(a->fill_value);
     free(a->fill_value_json);
     free(a->dimension_names_json);
+    free(a->text_fill);
     zf_chain_clear(&a->chain);
     memset(m, 0, sizeof *m);
 }

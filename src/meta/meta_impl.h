@@ -20,6 +20,12 @@ zf_status zf_meta_v2_fill_value_val(yajl_val v, const zf_dtype *dt, uint8_t *out
     (zf_fail(err, ZF_ERR_INVALID, __VA_ARGS__), zf_err_prefix(err, "%s: \"%s\"", key, field), \
      ZF_ERR_INVALID)
 
+/* Finish a variable-length array (a->dtype kind 'O', a->chain built for chunks of that type):
+ * its chunks must hold at most 2^31 elements and its chain must be a text chain (else m is
+ * marked unsupported naming the reason); a->text_fill is the line of the fill value `fill`
+ * (JSON). Errors: ZF_ERR_INVALID (`<key>: "fill_value": ...`), ZF_ERR_NOMEM. */
+zf_status zf_meta_text_finish(const char *key, zf_node_meta *m, yajl_val fill, zf_err *err);
+
 /* Mark m unsupported with a formatted reason (the first reason wins). Errors: ZF_ERR_NOMEM. */
 zf_status zf_meta_unsupported(zf_node_meta *m, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -180,6 +180,22 @@ static zf_status parse_array(const char *key, yajl_val doc, zf_node_meta *m, zf_
     a->fill_value_json = fv ? zf_json_dump(fv) : strdup("null");
     if (!a->dtype_typestr || !a->dtype_json || !a->fill_value_json)
         return ZF_ERR_NOMEM;
+    if (has_object && YAJL_IS_STRING(dtv) && strcmp(dtv->u.string, "|O") == 0) {
+        /* An object array: read as text when its object codec is one zarrfs reads. */
+        a->dtype.itemsize = 0;
+        if (!(a->fill_value = calloc(1, 1)))
+            return ZF_ERR_NOMEM;
+        if ((st = build_chain(key, doc, m, err)) != ZF_OK)
+            return st;
+        a->key_encoding.separator = '.';
+        yajl_val sep = zf_json_get(doc, "dimension_separator");
+        if (sep && YAJL_IS_STRING(sep) &&
+            (!strcmp(sep->u.string, "/") || !strcmp(sep->u.string, "."))) {
+            a->key_encoding.separator = sep->u.string[0];
+            a->dimension_separator_given = true;
+        }
+        return zf_meta_text_finish(key, m, fv, err);
+    }
     if (has_object) {
         a->variable_length = true;
         char why[300];

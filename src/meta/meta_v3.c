@@ -196,6 +196,20 @@ zf_status zf_meta_v3_finish(const char *key, zf_node_meta *m, const zf_v3_dtype 
     a->fill_value = calloc(1, a->dtype.itemsize ? a->dtype.itemsize : 1);
     if (!a->fill_value)
         return ZF_ERR_NOMEM;
+    if (a->dtype.kind == 'O') { /* variable-length strings (final v3 only): text */
+        if (m->format != ZF_FORMAT_V3)
+            return zf_meta_unsupported(m, "%s: \"data_type\": \"%s\" is not a type of this "
+                                       "dialect", key, t->name);
+        zf_chunk_repr dec = zf_meta_chunk_repr(a);
+        zf_err cerr = {""};
+        st = zf_chain_from_v3(codecs, dialect, &dec, NULL, &a->chain, &cerr);
+        const char *cm = strncmp(cerr.msg, "codecs: ", 8) ? cerr.msg : cerr.msg + 8;
+        if (st == ZF_ERR_UNSUPPORTED)
+            return zf_meta_unsupported(m, "%s: \"codecs\": %s", key, cm);
+        if (st != ZF_OK)
+            return st == ZF_ERR_NOMEM ? st : ZF_FIELD_FAIL(err, key, "codecs", "%s", cm);
+        return zf_meta_text_finish(key, m, fill, err);
+    }
     zf_err ferr = {""};
     if ((st = zf_meta_v3_fill_value(fill, t, m->format, a->fill_value, &ferr)) != ZF_OK)
         return st == ZF_ERR_NOMEM ? st : zf_fail(err, st, "%s: %s", key, ferr.msg);

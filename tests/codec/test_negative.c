@@ -704,6 +704,109 @@ START_TEST(test_checksum_mismatch)
 }
 END_TEST
 
+/* --- vlen-utf8: chunks of variable-length strings decode to text, malformed ones fail --- */
+
+/* A vlen-utf8 chunk as numcodecs writes it: u32 LE count, then u32 LE length + bytes each. */
+static size_t vlen_chunk(uint8_t *buf, uint32_t count, const char *const *elems, size_t n)
+{
+    size_t o = 0;
+    for (int k = 0; k < 4; k++)
+        buf[o++] = (uint8_t)(count >> (8 * k));
+    for (size_t i = 0; i < n; i++) {
+        uint32_t l = (uint32_t)strlen(elems[i]);
+        for (int k = 0; k < 4; k++)
+            buf[o++] = (uint8_t)(l >> (8 * k));
+        memcpy(buf + o, elems[i], l);
+        o += l;
+    }
+    return o;
+}
+
+static zf_status vlen_text(const uint8_t *in, size_t len, uint64_t nelems, zf_text_chunk **t,
+                           zf_err *err)
+{
+    zf_codec *c;
+    ck_assert_int_eq(zf_codec_vlen_utf8_new(NULL, &c, err), ZF_OK);
+    zf_chunk_repr r = {.ndim = 1, .shape = {nelems}, .dtype = {.kind = 'O', .byteorder = '|'}};
+    zf_status st = c->ops->decode_text(c, &r, in, len, t, err);
+    zf_codec_free(c);
+    return st;
+}
+
+START_TEST(test_vlen_utf8_text)
+{
+    uint8_t buf[256];
+    static const char *const el[] = {"a", "", "tab\there", "back\\slash", "nl\nx\r",
+                                     "\xc3\xa9"};
+    size_t n = vlen_chunk(buf, 6, el, 6);
+    zf_text_chunk *t;
+    zf_err err = {""};
+    ck_assert_int_eq(vlen_text(buf, n, 6, &t, &err), ZF_OK);
+    static const char want[] = "a\n\ntab\\there\nback\\\\slash\nnl\\nx\\r\n\xc3\xa9\n";
+    ck_assert_uint_eq(t->len, strlen(want));
+    ck_assert(memcmp(t->text, want, t->len) == 0);
+    ck_assert_uint_eq(t->starts[2], 3);
+    ck_assert_uint_eq(t->starts[6], t->len);
+    free(t);
+    /* malformed: each an error naming the codec, never a crash */
+    ck_assert_int_eq(vlen_text(buf, 3, 6, &t, &err), ZF_ERR_CORRUPT); /* no count */
+    ck_assert_int_eq(vlen_text(buf, n, 5, &t, &err), ZF_ERR_CORRUPT); /* count != chunk */
+    ck_assert_str_eq(err.msg, "vlen-utf8: 6 elements, the chunk holds 5");
+    ck_assert_int_eq(vlen_text(buf, n - 1, 6, &t, &err), ZF_ERR_CORRUPT); /* truncated */
+    ck_assert_msg(strstr(err.msg, "past the end"), "%s", err.msg);
+    uint8_t neg[8] = {0xff, 0xff, 0xff, 0xff};
+    ck_assert_int_eq(vlen_text(neg, 4, 1, &t, &err), ZF_ERR_CORRUPT); /* negative count */
+    ck_assert_msg(strstr(err.msg, "negative"), "%s", err.msg);
+    uint8_t big[12] = {1, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f, 'x'};
+    ck_assert_int_eq(vlen_text(big, 9, 1, &t, &err), ZF_ERR_CORRUPT); /* length past end */
+    uint8_t negl[12] = {1, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff, 'x'};
+    ck_assert_int_eq(vlen_text(negl, 9, 1, &t, &err), ZF_ERR_CORRUPT); /* negative length */
+    static const char *const bad[] = {"\xc3", "\xed\xa0\x80"}; /* truncated; a surrogate */
+    for (size_t i = 0; i < 2; i++) {
+        n = vlen_chunk(buf, 1, &bad[i], 1);
+        ck_assert_int_eq(vlen_text(buf, n, 1, &t, &err), ZF_ERR_CORRUPT);
+        ck_assert_msg(strstr(err.msg, "UTF-8"), "%s", err.msg);
+    }
+}
+END_TEST
+
+/* vlen-bytes: the same layout; bytes that are not printable UTF-8 are \xHH. */
+START_TEST(test_vlen_bytes_text)
+{
+    static const char *const el[] = {"\x01\x1f\x7f", "tab\tnl\n\\", "\xc3\xa9\xc2\x85\xc2\xa0",
+                                     "\xe2\x80\xa8\xe2\x80\xa7", "\xff\xc3", "\xed\xa0\x80\xc0\x80",
+                                     "\xf0\x9f\x98\x80\xf4\x90\x80\x80"};
+    static const char want[] = "\\x01\\x1f\\x7f\n"
+                               "tab\\tnl\\n\\\\\n"
+                               "\xc3\xa9\\xc2\\x85\xc2\xa0\n"
+                               "\\xe2\\x80\\xa8\xe2\x80\xa7\n"
+                               "\\xff\\xc3\n"
+                               "\\xed\\xa0\\x80\\xc0\\x80\n"
+                               "\xf0\x9f\x98\x80\\xf4\\x90\\x80\\x80\n";
+    uint8_t buf[256];
+    size_t n = vlen_chunk(buf, 7, el, 7);
+    uint8_t nul[16] = {1, 0, 0, 0, 1, 0, 0, 0, 0}; /* one element: a NUL byte */
+    zf_codec *c;
+    zf_err err = {""};
+    ck_assert_int_eq(zf_codec_vlen_bytes_new(NULL, &c, &err), ZF_OK);
+    zf_chunk_repr r = {.ndim = 1, .shape = {7}, .dtype = {.kind = 'O', .byteorder = '|'}};
+    zf_text_chunk *t;
+    ck_assert_int_eq(c->ops->decode_text(c, &r, buf, n, &t, &err), ZF_OK);
+    ck_assert_uint_eq(t->len, strlen(want));
+    ck_assert_msg(memcmp(t->text, want, t->len) == 0, "%.*s", (int)t->len, t->text);
+    ck_assert_uint_eq(t->starts[7], t->len);
+    free(t);
+    r.shape[0] = 1;
+    ck_assert_int_eq(c->ops->decode_text(c, &r, nul, 9, &t, &err), ZF_OK);
+    ck_assert_uint_eq(t->len, 5);
+    ck_assert(memcmp(t->text, "\\x00\n", 5) == 0);
+    free(t);
+    ck_assert_int_eq(c->ops->decode_text(c, &r, nul, 8, &t, &err), ZF_ERR_CORRUPT);
+    ck_assert_msg(strstr(err.msg, "vlen-bytes"), "%s", err.msg);
+    zf_codec_free(c);
+}
+END_TEST
+
 /* --- configurations --- */
 
 START_TEST(test_unknown_and_unsupported)
@@ -711,9 +814,8 @@ START_TEST(test_unknown_and_unsupported)
     zf_err err = {""};
     ck_assert_int_eq(tu_codec_status("{\"id\": \"foo\"}", &err), ZF_ERR_UNSUPPORTED);
     ck_assert_str_eq(err.msg, "codec \"foo\" is not supported");
-    static const char *const ids[] = {"vlen-utf8", "vlen-bytes", "vlen-array", "json",
-                                      "json2",     "msgpack",    "msgpack2",   "pickle",
-                                      "zfpy",      "pcodec"};
+    static const char *const ids[] = {"vlen-array", "json",   "json2", "msgpack",
+                                      "msgpack2",   "pickle", "zfpy",  "pcodec"};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
         char cfg[128], quoted[64];
         snprintf(cfg, sizeof cfg, "{\"id\": \"%s\"}", ids[i]);
@@ -904,6 +1006,8 @@ Suite *codec_negative_suite(void)
     TCase *tk = tcase_create("checksums-configs");
     tcase_add_test(tk, test_checksum_mismatch);
     tcase_add_test(tk, test_unknown_and_unsupported);
+    tcase_add_test(tk, test_vlen_utf8_text);
+    tcase_add_test(tk, test_vlen_bytes_text);
     tcase_add_test(tk, test_malformed_configs);
     tcase_add_test(tk, test_filter_sizes);
     tcase_add_test(tk, test_filters_misc);

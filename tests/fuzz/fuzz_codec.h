@@ -78,9 +78,39 @@ static bool fz_chain_is_lossy(const zf_codec_chain *chain, const zf_chunk_repr *
     return false;
 }
 
+/* A chunk of variable-length elements (a text chain: vlen-utf8, ...): decode in->chunk to text
+ * (zf_chain_decode_text); it must fail cleanly or give one line per element of the chunk, each
+ * ending in its only '\n', the line index rising to the text's length. No encode: zarrfs
+ * writes no text. */
+static void fz_codec_run_text(const zf_array_meta *a, const fz_codec_input *in)
+{
+    uint64_t elems = zf_array_meta_chunk_elems(a);
+    zf_chunk_repr r = {.ndim = a->ndim, .dtype = a->dtype, .nbytes = 0};
+    memcpy(r.shape, a->chunks, sizeof(uint64_t) * a->ndim);
+    zf_err err = {""};
+    zf_text_chunk *t = NULL;
+    zf_status st = zf_chain_decode_text(&a->chain, &r, in->chunk, in->chunk_n, &t, &err);
+    FZ_CHECK(st == ZF_OK || st == ZF_ERR_CORRUPT || st == ZF_ERR_NOMEM, "decode_text status %d",
+             st);
+    FZ_CHECK((st == ZF_OK) == (t != NULL), "decode_text status %d with text %p", st, (void *)t);
+    if (st != ZF_OK)
+        return;
+    FZ_CHECK(t->nelems == elems, "%llu lines for a chunk of %llu elements",
+             (unsigned long long)t->nelems, (unsigned long long)elems);
+    FZ_CHECK(t->starts[0] == 0 && t->starts[t->nelems] == t->len, "line index 0..%u, text %llu",
+             t->starts[t->nelems], (unsigned long long)t->len);
+    for (uint64_t i = 0; i < t->nelems; i++) {
+        uint32_t b = t->starts[i], e = t->starts[i + 1];
+        FZ_CHECK(b < e && e <= t->len, "line %llu: [%u, %u)", (unsigned long long)i, b, e);
+        FZ_CHECK(t->text[e - 1] == '\n' && !memchr(t->text + b, '\n', e - 1 - b),
+                 "line %llu is not one line", (unsigned long long)i);
+    }
+    free(t);
+}
+
 /* Decode in->chunk with the array's chain; then encode a chunk (the decoded one, or else the
  * input's bytes) and decode it again: that must succeed and, for lossless chains, give back
- * exactly what was encoded. */
+ * exactly what was encoded. Chains of variable-length elements only decode (fz_codec_run_text). */
 static void fz_codec_run(const zf_node_meta *m, const fz_codec_input *in)
 {
     bool lossy_config = memmem(in->codecs, in->codecs_n, "astype", 6) != NULL;
@@ -92,8 +122,13 @@ static void fz_codec_run(const zf_node_meta *m, const fz_codec_input *in)
             lossy_config |= memmem(in->codecs, in->codecs_n, float_types[i],
                                    strlen(float_types[i])) != NULL;
     const zf_array_meta *a = &m->array;
-    if (m->kind != ZF_NODE_ARRAY || m->unsupported != ZF_OK || a->variable_length)
+    if (m->kind != ZF_NODE_ARRAY || m->unsupported != ZF_OK)
         return;
+    if (a->variable_length) {
+        if (zf_array_meta_is_text(a))
+            fz_codec_run_text(a, in);
+        return;
+    }
     uint64_t elems = zf_array_meta_chunk_elems(a);
     if (a->dtype.itemsize == 0 || elems > FZ_MAX_CHUNK / a->dtype.itemsize)
         return;

@@ -235,10 +235,10 @@ def numcodecs_seeds(root):
             if not os.path.exists(enc):
                 continue
             a = np.load(apath, allow_pickle=True)
-            if a.dtype.kind == "O":
-                continue
             header = "%s %s\n" % (a.dtype.str, ",".join(str(s) for s in a.shape) or "-")
-            put("codec_v2", header.encode() + compact(cfg).encode() + b"\0" + read(enc))
+            # an object codec is a filter of an "|O" array (no compressor after it)
+            chain = [cfg, None] if a.dtype.kind == "O" else cfg
+            put("codec_v2", header.encode() + compact(chain).encode() + b"\0" + read(enc))
 
 
 # ---- shards (fuzz_shard.c's table) ------------------------------------------------------------

@@ -122,10 +122,11 @@ static int visit(const char *path, const struct stat *sb, int type, struct FTW *
     if (m.kind == ZF_NODE_ARRAY) {
         n_arrays++;
         if (strstr(text, "\"data_type\": \"string\"")) {
-            /* zarr-python's variable-length strings: listed, not served, named */
+            /* zarr-python's variable-length strings: read as text (vlen-utf8) */
             n_string++;
-            ck_assert_int_eq(m.unsupported, ZF_ERR_UNSUPPORTED);
-            ck_assert_msg(strstr(m.unsupported_why, "\"string\""), "%s", m.unsupported_why);
+            ck_assert_msg(m.unsupported == ZF_OK, "%s: %s", path, m.unsupported_why);
+            ck_assert(zf_array_meta_is_text(&m.array));
+            ck_assert_str_eq(zf_chain_text_codec(&m.array.chain), "vlen-utf8");
         } else {
             ck_assert_msg(m.unsupported == ZF_OK, "%s: %s", path, m.unsupported_why);
             ck_assert_uint_ge(m.array.chain.n, 1);
@@ -571,13 +572,11 @@ static const struct {
     {"data_type", "{\"name\": \"bfloat16\"}",
      "zarr.json: \"data_type\": data type \"bfloat16\" is not supported"},
     {"data_type", "\"<f8\"", "zarr.json: \"data_type\": data type \"<f8\" is not supported"},
-    {"data_type", "\"string\"",
-     "zarr.json: \"data_type\": variable-length data type \"string\" is not supported"},
+    /* variable-length bytes read as text, but only through an object codec (vlen-bytes) */
     {"data_type", "\"variable_length_bytes\"",
-     "zarr.json: \"data_type\": variable-length data type \"variable_length_bytes\" is not "
-     "supported"},
+     "zarr.json: \"codecs\": bytes: data type |O0 has no binary representation"},
     {"data_type", "\"bytes\"",
-     "zarr.json: \"data_type\": variable-length data type \"bytes\" is not supported"},
+     "zarr.json: \"codecs\": bytes: data type |O0 has no binary representation"},
     {"chunk_grid", "{\"name\": \"rectilinear\", \"configuration\": {\"chunk_shapes\": [[2], [3]]}}",
      "zarr.json: \"chunk_grid\": chunk grid \"rectilinear\" is not supported"},
     {"chunk_key_encoding", "{\"name\": \"hashed\"}",
@@ -608,9 +607,13 @@ START_TEST(unsupported_is_not_invalid)
         zf_node_meta_free(&m);
     }
     /* an unknown data type has no flat encoding: no typestr (hence no user.zarr.dtype) */
-    ck_assert_int_eq(parse3("data_type", "\"string\"", &m, &err), ZF_OK);
+    ck_assert_int_eq(parse3("data_type", "\"bfloat16\"", &m, &err), ZF_OK);
     ck_assert_ptr_null(m.array.dtype_typestr);
-    ck_assert_str_eq(m.array.dtype_json, "\"string\"");
+    ck_assert_str_eq(m.array.dtype_json, "\"bfloat16\"");
+    zf_node_meta_free(&m);
+    /* "string" with the vlen-utf8 codec: text; user.zarr.dtype names the stored type */
+    ck_assert_int_eq(parse3("data_type", "\"string\"", &m, &err), ZF_OK);
+    ck_assert_int_eq(m.unsupported, ZF_ERR_UNSUPPORTED); /* with parse3's bytes codec */
     zf_node_meta_free(&m);
     /* an unknown codec, named */
     ck_assert_int_eq(parse3("codecs", "[{\"name\": \"bytes\", \"configuration\": {\"endian\": \"big\"}},"

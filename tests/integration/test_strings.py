@@ -1,0 +1,381 @@
+#!/usr/bin/python3
+"""Arrays of variable-length strings read as text, one element per line (docs/formats.md
+"Variable-length arrays as text"), checked against the writers' own readers:
+
+* Debian's anndata 0.8: write_zarr of an AnnData with obs/var indexes, string and categorical
+  columns whose values hold spaces, tabs, newlines, backslashes, non-ASCII and empty strings;
+  every obs/var string file equals what anndata's read_zarr returns, in order;
+* zarr-python 2.13: vlen-utf8 with None, multi-chunk arrays with missing chunks (fill values
+  "", null and zarr-python's default 0), 2-D arrays in C and F order with chunks splitting both
+  dimensions, a blosc and a zlib compressor; a malformed chunk is EIO and a log line, its
+  neighbours still read;
+* vlen-bytes (zarr-python 2.13; a v3 `bytes` array around a numcodecs chunk): every byte value
+  0..255 alone and together, None, valid and broken UTF-8 equal an escaping computed here from
+  zarr-python's read, and unescape back to those bytes;
+* sizes: 0 in `ls -l` until a first whole read, the exact size after; `cat`, `wc -l`, `cp`,
+  Python and pandas read the whole text; writing is refused.
+"""
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zfmount  # noqa: E402
+from zfmount import log  # noqa: E402
+
+import numcodecs  # noqa: E402
+import zarr  # noqa: E402
+
+WORK = None
+ESC = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def text_of(values):
+    """The text zarrfs must show: PostgreSQL COPY escaping, None as \\N, one line each."""
+    out = []
+    for v in values:
+        out.append("\\N" if v is None else "".join(ESC.get(c, c) for c in str(v)))
+    return "".join(s + "\n" for s in out)
+
+
+def unescape(line):
+    if line == "\\N":
+        return None
+    rev = {"\\": "\\", "n": "\n", "r": "\r", "t": "\t"}
+    out, i = [], 0
+    while i < len(line):
+        if line[i] == "\\" and i + 1 < len(line):
+            out.append(rev[line[i + 1]])
+            i += 2
+        else:
+            out.append(line[i])
+            i += 1
+    return "".join(out)
+
+
+NASTY = ["plain", "with space", "tab\there", "new\nline", "cr\rx", "back\\slash", "\\N",
+         "", "caf\u00e9 \u65e5\u672c", "last"]
+
+
+def setUpModule():
+    global WORK
+    WORK = tempfile.mkdtemp(prefix="zf-strings-")
+    z2 = os.path.join(WORK, "z2.zarr")
+    g = zarr.open_group(z2, mode="w")
+    a = g.create_dataset("nasty", shape=(len(NASTY),), chunks=(3,), dtype=object,
+                         object_codec=numcodecs.VLenUTF8())
+    a[:] = np.array(NASTY, dtype=object)
+    a = g.create_dataset("none", shape=(4,), chunks=(4,), dtype=object,
+                         object_codec=numcodecs.VLenUTF8(), fill_value=None)
+    a[:] = np.array(["x", None, "y", None], dtype=object)
+    for fill in ("", None, 0):
+        name = "missing_%s" % {"": "empty", None: "null", 0: "zero"}[fill]
+        a = g.create_dataset(name, shape=(9,), chunks=(2,), dtype=object,
+                             object_codec=numcodecs.VLenUTF8(), fill_value=fill)
+        a[2:5] = np.array(["c", "d", "e"], dtype=object)
+    vals = np.array([["r%dc%d%s" % (i, j, "\t" * (i % 2)) for j in range(7)] for i in range(5)],
+                    dtype=object)
+    for order in "CF":
+        for comp in (None, numcodecs.Blosc(cname="lz4"), numcodecs.Zlib(level=1)):
+            name = "m%s_%s" % (order, comp.codec_id if comp else "raw")
+            a = g.create_dataset(name, shape=vals.shape, chunks=(2, 3), dtype=object,
+                                 object_codec=numcodecs.VLenUTF8(), order=order, compressor=comp)
+            a[:] = vals
+    a = g.create_dataset("corrupt", shape=(6,), chunks=(2,), dtype=object,
+                         object_codec=numcodecs.VLenUTF8(), compressor=None)
+    a[:] = np.array(list("abcdef"), dtype=object)
+    with open(os.path.join(z2, "corrupt", "1"), "r+b") as f:  # element length past the end
+        f.seek(4)
+        f.write((1000).to_bytes(4, "little"))
+    big = g.create_dataset("big", shape=(20000,), chunks=(512,), dtype=object,
+                           object_codec=numcodecs.VLenUTF8(), compressor=numcodecs.Zstd())
+    big[:] = np.array(["cell_%06d" % i for i in range(20000)], dtype=object)
+
+
+def tearDownModule():
+    if WORK and not any(mp.startswith(WORK) for mp, _f, _s in zfmount.mount_entries()):
+        shutil.rmtree(WORK, ignore_errors=True)
+
+
+class ZarrPython(zfmount.TestCase):
+    def test_01_values_equal_zarr_python(self):
+        store = os.path.join(WORK, "z2.zarr")
+        names = [n for n in sorted(os.listdir(store)) if n not in (".zgroup", "corrupt")]
+        with zfmount.Mount(store) as m:
+            for name in names:
+                with self.subTest(array=name):
+                    z = zarr.open_array(os.path.join(store, name), mode="r")
+                    want = text_of(z[...].ravel(order="C"))
+                    self.assertEqual(os.stat(m.path(name)).st_size, 0, "size before a read")
+                    got = zfmount.read_all(m.path(name)).decode("utf-8")
+                    self.assertEqual(got, want)
+                    self.assertEqual(os.stat(m.path(name)).st_size, len(want.encode()),
+                                     "exact size once read")
+                    self.assertEqual([unescape(x) for x in got.splitlines()],
+                                     [None if v is None else str(v)
+                                      for v in z[...].ravel(order="C")])
+            log("  %d zarr-python 2.13 string arrays equal, sizes 0 then exact" % len(names))
+
+    def test_02_shell_tools_and_pandas(self):
+        import pandas
+        store = os.path.join(WORK, "z2.zarr")
+        with zfmount.Mount(store) as m:
+            p = m.path("big")
+            wc = subprocess.run(["wc", "-l", p], capture_output=True, text=True, check=True)
+            self.assertEqual(int(wc.stdout.split()[0]), 20000)
+            out = os.path.join(WORK, "big.txt")
+            subprocess.run(["cp", m.path("nasty"), out], check=True)
+            with open(out) as f:
+                self.assertEqual(f.read(), text_of(NASTY))
+            cat = subprocess.run(["cat", p], capture_output=True, check=True).stdout
+            self.assertEqual(cat.decode().splitlines()[12345], "cell_012345")
+            df = pandas.read_csv(p, header=None, sep="\t", quoting=3, na_values=["\\N"],
+                                 keep_default_na=False)
+            self.assertEqual(list(df[0]), ["cell_%06d" % i for i in range(20000)])
+            # a reader at offset N, after the size is known: pread in the middle
+            fd = os.open(p, os.O_RDONLY)
+            try:
+                self.assertEqual(os.pread(fd, 11, 12 * 777), b"cell_000777")
+            finally:
+                os.close(fd)
+            self.assertErrno(errno.EROFS, os.open, p, os.O_WRONLY)
+            log("  wc -l, cp, cat, pandas.read_csv and pread read the whole text")
+
+    def test_03_corrupt_chunk_eio(self):
+        store = os.path.join(WORK, "z2.zarr")
+        with zfmount.Mount(store) as m:
+            self.assertErrno(errno.EIO, zfmount.read_all, m.path("corrupt"))
+            self.assertIn("vlen-utf8", m.stderr_text())
+            fd = os.open(m.path("corrupt"), os.O_RDONLY)
+            try:
+                self.assertEqual(os.pread(fd, 4, 0), b"a\nb\n")  # chunk 0 still reads
+            finally:
+                os.close(fd)
+            self.assertTrue(m.alive())
+
+    def test_04_rw_mount_refuses_writes(self):
+        store = os.path.join(WORK, "z2.zarr")
+        with zfmount.Mount(store, options=["rw"]) as m:
+            self.assertErrno(errno.EACCES, os.open, m.path("nasty"), os.O_WRONLY)
+            self.assertEqual(zfmount.read_all(m.path("nasty")).decode(), text_of(NASTY))
+
+    def test_05_rw_mount_creates_no_string_arrays(self):
+        """On -o rw: a string array opened read-write or truncated is EACCES; creating one
+        through user.zarr.metadata (v2 |O + vlen-utf8, v3 string) is EINVAL, a log line naming
+        the data type, and nothing stored."""
+        tmp = tempfile.mkdtemp(prefix="zf-strings-rw-", dir=WORK)
+        v2 = os.path.join(tmp, "v2.zarr")
+        g = zarr.open_group(v2, mode="w")
+        a = g.create_dataset("s", shape=(3,), chunks=(2,), dtype=object,
+                             object_codec=numcodecs.VLenUTF8())
+        a[:] = np.array(["a", "b", "c"], dtype=object)
+        v3 = os.path.join(tmp, "v3.zarr")
+        os.makedirs(v3)
+        with open(os.path.join(v3, "zarr.json"), "w") as f:
+            f.write('{"zarr_format": 3, "node_type": "group", "attributes": {}}')
+        docs = {
+            v2: {"zarr_format": 2, "shape": [4], "chunks": [2], "dtype": "|O",
+                 "compressor": None, "fill_value": None, "order": "C",
+                 "filters": [{"id": "vlen-utf8"}]},
+            v3: {"zarr_format": 3, "node_type": "array", "shape": [4], "data_type": "string",
+                 "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+                 "chunk_key_encoding": {"name": "default"}, "fill_value": "",
+                 "codecs": [{"name": "vlen-utf8"}]},
+        }
+        for store, doc in docs.items():
+            with self.subTest(store=os.path.basename(store)), \
+                    zfmount.Mount(store, options=["rw"]) as m:
+                if store == v2:
+                    self.assertErrno(errno.EACCES, os.open, m.path("s"), os.O_RDWR)
+                    self.assertErrno(errno.EACCES, os.truncate, m.path("s"), 0)
+                    self.assertEqual(zfmount.read_all(m.path("s")), b"a\nb\nc\n")
+                p = m.path("new")
+                open(p, "wb").close()
+                self.assertErrno(errno.EINVAL, os.setxattr, p, "user.zarr.metadata",
+                                 json.dumps(doc).encode())
+                self.assertIn("variable-length data type", m.stderr_text())
+                self.assertFalse(os.path.exists(os.path.join(store, "new", ".zarray")))
+                self.assertFalse(os.path.exists(os.path.join(store, "new", "zarr.json")))
+                self.assertTrue(m.alive())
+        self.assertEqual(list(zarr.open_array(os.path.join(v2, "s"), mode="r")[:]),
+                         ["a", "b", "c"])
+        log("  rw: EACCES for open O_RDWR and truncate; user.zarr.metadata of a v2 |O and a v3 "
+            "string array EINVAL, logged, nothing stored")
+
+
+def bytes_line(b):
+    """The line zarrfs must show for byte string b (docs/formats.md, vlen-bytes), computed apart
+    from zarrfs: Python's strict UTF-8 decoder decides what is valid; bytes it cannot decode,
+    C0/C1 controls, DEL, U+2028 and U+2029 are \\xHH; backslash, newline, CR, tab as for
+    strings."""
+    out = []
+    for ch in b.decode("utf-8", errors="surrogateescape"):
+        o = ord(ch)
+        if 0xDC80 <= o <= 0xDCFF:  # a byte outside valid UTF-8
+            out.append("\\x%02x" % (o - 0xDC00))
+        elif ch in ESC:
+            out.append(ESC[ch])
+        elif o < 0x20 or 0x7F <= o <= 0x9F or o in (0x2028, 0x2029):
+            out.append("".join("\\x%02x" % x for x in ch.encode("utf-8")))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def unescape_bytes(line):
+    """A vlen-bytes line back to its bytes (None for \\N)."""
+    if line == "\\N":
+        return None
+    rev = {"\\": b"\\", "n": b"\n", "r": b"\r", "t": b"\t"}
+    out, i = bytearray(), 0
+    while i < len(line):
+        if line[i] == "\\" and line[i + 1] == "x":
+            out.append(int(line[i + 2:i + 4], 16))
+            i += 4
+        elif line[i] == "\\":
+            out += rev[line[i + 1]]
+            i += 2
+        else:
+            out += line[i].encode("utf-8")
+            i += 1
+    return bytes(out)
+
+
+BYTES = [bytes([i]) for i in range(256)] + [
+    None, b"", b"caf\xc3\xa9", b"\xc2\x85", b"\xc2\xa0", b"\xe2\x80\xa8", b"\xe2\x80\xa7", b"\xed\xa0\x80",
+    b"\xc0\x80", b"\xf0\x9f\x98\x80", b"\xe6\x97a", b"\xf4\x90\x80\x80", b"a\\b\nc\r\td",
+    b"\\N", b"\\x41", bytes(range(256))]
+
+
+class VlenBytes(zfmount.TestCase):
+    """vlen-bytes (v2 |O, numcodecs VLenBytes; v3 `bytes`): zarr-python 2.13 writes every byte
+    value 0..255 alone and all together, None, UTF-8 and broken UTF-8; each file equals the
+    escaping computed here from zarr-python's own read, and its lines unescape to those bytes."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.store = os.path.join(WORK, "bytes.zarr")
+        g = zarr.open_group(cls.store, mode="w")
+        a = g.create_dataset("all", shape=(len(BYTES),), chunks=(50,), dtype=object,
+                             object_codec=numcodecs.VLenBytes(), compressor=numcodecs.Zlib())
+        a[:] = np.array(BYTES, dtype=object)
+        for fill in (None, 0):
+            a = g.create_dataset("missing_%s" % fill, shape=(7,), chunks=(2,), dtype=object,
+                                 object_codec=numcodecs.VLenBytes(), fill_value=fill)
+            a[2:4] = np.array([b"\x00\xff", b"x"], dtype=object)
+        a = g.create_dataset("m2", shape=(16, 16), chunks=(5, 3), dtype=object,
+                             object_codec=numcodecs.VLenBytes(), order="F")
+        a[:] = np.array(BYTES[:256], dtype=object).reshape(16, 16)
+        # v3 `bytes` (zarr-extensions): zarr-python 2.13 writes no v3, so its chunk is numcodecs'
+        cls.v3 = os.path.join(WORK, "bytes3.zarr")
+        os.makedirs(os.path.join(cls.v3, "b", "c"))
+        with open(os.path.join(cls.v3, "zarr.json"), "w") as f:
+            json.dump({"zarr_format": 3, "node_type": "group", "attributes": {}}, f)
+        with open(os.path.join(cls.v3, "b", "zarr.json"), "w") as f:
+            json.dump({"zarr_format": 3, "node_type": "array", "shape": [5], "data_type": "bytes",
+                       "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [3]}},
+                       "chunk_key_encoding": {"name": "default"}, "fill_value": "",
+                       "codecs": [{"name": "vlen-bytes"}]}, f)
+        cls.v3vals = [b"\x00a", b"\xff", b"\xc3\xa9\n"]
+        with open(os.path.join(cls.v3, "b", "c", "0"), "wb") as f:
+            f.write(numcodecs.VLenBytes().encode(np.array(cls.v3vals, dtype=object)))
+
+    def test_01_every_byte_equals_zarr_python(self):
+        with zfmount.Mount(self.store) as m:
+            for name in ("all", "missing_None", "missing_0", "m2"):
+                with self.subTest(array=name):
+                    z = zarr.open_array(os.path.join(self.store, name), mode="r")
+                    vals = list(z[...].ravel(order="C"))
+                    want = "".join(("\\N" if v is None else str(v) if isinstance(v, int)
+                                    else bytes_line(v)) + "\n" for v in vals)
+                    raw = zfmount.read_all(m.path(name))
+                    got = raw.decode("utf-8")  # valid UTF-8 whatever the bytes
+                    self.assertEqual(got, want)
+                    self.assertEqual(len(got.splitlines()), len(vals))
+                    back = [unescape_bytes(x) for x in got.splitlines()]
+                    self.assertEqual(back, [v if not isinstance(v, int) else str(v).encode()
+                                            for v in vals])
+            self.assertIn(b"vlen-bytes", os.getxattr(m.path("all"), "user.zarr.text"))
+            self.assertIn(b"xHH", os.getxattr(m.path("all"), "user.zarr.text"))
+            # what the escaping does to a few, spelled out
+            lines = zfmount.read_all(m.path("all")).decode().splitlines()
+            self.assertEqual(lines[0], "\\x00")
+            self.assertEqual(lines[ord("\\")], "\\\\")
+            self.assertEqual(lines[ord("A")], "A")
+            self.assertEqual(lines[0x7F], "\\x7f")
+            self.assertEqual(lines[0xE9], "\\xe9")
+            self.assertEqual(lines[256], "")  # None inside a chunk: numcodecs stores b""
+            self.assertEqual(lines[258:261], ["caf\u00e9", "\\xc2\\x85", "\u00a0"])
+        log("  vlen-bytes: bytes 0..255, None, UTF-8 and broken UTF-8 equal zarr-python 2.13's read")
+
+    def test_02_v3_bytes(self):
+        with zfmount.Mount(self.v3) as m:
+            got = zfmount.read_all(m.path("b")).decode()
+            self.assertEqual(got.splitlines(),
+                             [bytes_line(v) for v in self.v3vals] + ["", ""])
+            self.assertEqual([unescape_bytes(x) for x in got.splitlines()[:3]], self.v3vals)
+
+    def test_03_malformed_chunk_eio(self):
+        path = os.path.join(WORK, "bytes_bad.zarr")
+        g = zarr.open_group(path, mode="w")
+        a = g.create_dataset("x", shape=(4,), chunks=(2,), dtype=object, compressor=None,
+                             object_codec=numcodecs.VLenBytes())
+        a[:] = np.array([b"a", b"b", b"c", b"d"], dtype=object)
+        with open(os.path.join(path, "x", "1"), "r+b") as f:
+            f.write((-1).to_bytes(4, "little", signed=True))  # negative count
+        with zfmount.Mount(path) as m:
+            self.assertErrno(errno.EIO, zfmount.read_all, m.path("x"))
+            self.assertIn("vlen-bytes", m.stderr_text())
+            self.assertTrue(m.alive())
+
+
+class AnnData(zfmount.TestCase):
+    def test_01_obs_var_equal_read_zarr(self):
+        import anndata
+        import pandas as pd
+        n_obs, n_var = 40, 6
+        obs = pd.DataFrame({
+            "batch": pd.Categorical([["b 1", "b\t2", "b\n3", "\u00e9", ""][i % 5]
+                                     for i in range(n_obs)]),
+            "note": [NASTY[i % len(NASTY)] for i in range(n_obs)],
+        }, index=["cell_%d%s" % (i, " x" if i % 7 == 0 else "") for i in range(n_obs)])
+        var = pd.DataFrame({"symbol": ["G\\%d" % i for i in range(n_var)]},
+                           index=["gene-%d" % i for i in range(n_var)])
+        ad = anndata.AnnData(X=np.arange(n_obs * n_var, dtype="f4").reshape(n_obs, n_var),
+                             obs=obs, var=var)
+        path = os.path.join(WORK, "ad.zarr")
+        ad.write_zarr(path)
+        back = anndata.read_zarr(path)
+        want = {"obs/_index": list(back.obs.index), "var/_index": list(back.var.index)}
+        for side, df in (("obs", back.obs), ("var", back.var)):
+            for col in df.columns:  # anndata stores string columns as categoricals
+                if isinstance(df[col].dtype, pd.CategoricalDtype):
+                    want["%s/%s/categories" % (side, col)] = list(df[col].cat.categories)
+                else:
+                    want["%s/%s" % (side, col)] = list(df[col])
+        with zfmount.Mount(path) as m:
+            for rel, values in want.items():
+                if not os.path.exists(m.path(rel)):  # anndata 0.7 layout: obs/__categories
+                    continue
+                with self.subTest(file=rel):
+                    with open(m.path(rel)) as f:
+                        lines = f.read().splitlines()
+                    self.assertEqual([unescape(x) for x in lines], values)
+            checked = [r for r in want if os.path.exists(m.path(r))]
+            self.assertIn("obs/_index", checked)
+            self.assertIn("obs/batch/categories", checked)
+            paste = subprocess.run(["wc", "-l", m.path("obs/_index")], capture_output=True,
+                                   text=True, check=True)
+            self.assertEqual(int(paste.stdout.split()[0]), n_obs)
+            log("  anndata %s: %s equal to read_zarr" % (anndata.__version__, ", ".join(checked)))
+
+
+if __name__ == "__main__":
+    zfmount.main()
