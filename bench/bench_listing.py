@@ -231,7 +231,8 @@ def markdown(results):
                          med(r, "hwm_mib"), med(r, "requests"), med(r, "zarr_cpu_s")))
     if any("baseline_zarrfs_s" in r["median"] for r in results):
         lines += ["", "| store | where | zarrfs s | baseline zarrfs s (ZF_BENCH_LISTING_BASELINE) "
-                  "| mount s | `find` s | daemon CPU s | store requests | **zarrfs / baseline** |",
+                  "| its mount s | its `find` s | its daemon CPU s | its store requests "
+                  "| **zarrfs / baseline** |",
                   "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
         for r in results:
             if "baseline_zarrfs_s" in r["median"]:
