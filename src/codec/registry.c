@@ -35,14 +35,14 @@ static const struct {
     {"jenkins_lookup3", zf_codec_jenkins_lookup3_new},
     {"vlen-utf8", zf_codec_vlen_utf8_new},
     {"vlen-bytes", zf_codec_vlen_bytes_new},
+    {"json2", zf_codec_json2_new},
+    {"vlen-array", zf_codec_vlen_array_new},
 };
 
 static const struct {
     const char *id, *why;
 } unsupported[] = {
-    {"vlen-array", "object arrays of variable-length arrays"},
     {"json", "object arrays"},
-    {"json2", "object arrays"},
     {"msgpack", "object arrays"},
     {"msgpack2", "object arrays"},
     {"pickle", "object arrays"},

@@ -213,7 +213,7 @@ zf_status zf_meta_text_finish(const char *key, zf_node_meta *m, yajl_val fill, z
         return ZF_OK;
     if (!zf_chain_is_text(&a->chain))
         return zf_meta_unsupported(m, "%s: variable-length data type %s without an object codec "
-                                   "zarrfs reads (vlen-utf8, vlen-bytes)", key, a->dtype_json);
+                                   "zarrfs reads (vlen-utf8, vlen-bytes, vlen-array, json2)", key, a->dtype_json);
     zf_err ferr = {""};
     zf_status st = zf_chain_text_fill(&a->chain, fill, &a->text_fill, &a->text_fill_len, &ferr);
     if (st == ZF_ERR_UNSUPPORTED)

@@ -12,6 +12,8 @@
 * vlen-bytes (zarr-python 2.13; a v3 `bytes` array around a numcodecs chunk): every byte value
   0..255 alone and together, None, valid and broken UTF-8 equal an escaping computed here from
   zarr-python's read, and unescape back to those bytes;
+* json2 and vlen-array (zarr-python 2.13): one compact JSON document per line whose json.loads
+  equals the element zarr-python reads;
 * sizes: 0 in `ls -l` until a first whole read, the exact size after; `cat`, `wc -l`, `cp`,
   Python and pandas read the whole text; writing is refused.
 """
@@ -333,6 +335,104 @@ class VlenBytes(zfmount.TestCase):
         with zfmount.Mount(path) as m:
             self.assertErrno(errno.EIO, zfmount.read_all, m.path("x"))
             self.assertIn("vlen-bytes", m.stderr_text())
+            self.assertTrue(m.alive())
+
+
+def same_json(a, b):
+    """Equal as JSON values, NaN equal to NaN (what json.loads of Python's NaN token gives)."""
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return True
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+class JsonLines(zfmount.TestCase):
+    """json2 and vlen-array object arrays (zarr-python 2.13): one compact JSON document per line,
+    C order; json.loads of each line equals the element zarr-python reads (a vlen-array element
+    as its list of values), missing chunks their fill value; a malformed chunk is EIO."""
+
+    ELEMS = [None, 1, -2.5, float("nan"), "a\nb\tc", "caf\u00e9 \u2028 \u2029", True,
+             {"k": [1, 2.5, None]}, [1, [2, "x"]], "", {}, []]
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.store = os.path.join(WORK, "jsonl.zarr")
+        g = zarr.open_group(cls.store, mode="w")
+        a = g.create_dataset("j1", shape=(len(cls.ELEMS),), chunks=(5,), dtype=object,
+                             object_codec=numcodecs.JSON(), fill_value=None)
+        v = np.empty(len(cls.ELEMS), dtype=object)
+        v[:] = cls.ELEMS
+        a[:] = v
+        a = g.create_dataset("j2", shape=(5, 4), chunks=(2, 3), dtype=object,
+                             object_codec=numcodecs.JSON(), compressor=numcodecs.Zlib(1),
+                             fill_value=0)
+        v = np.empty((5, 4), dtype=object)
+        for i in range(5):
+            for j in range(4):
+                v[i, j] = {"i": i, "j": [j] * j} if (i + j) % 3 else "s%d%d" % (i, j)
+        a[:4, :] = v[:4, :]  # row 4 lies in chunks (2, *) never written: the fill value 0
+        for name, dt in (("va_i4", "<i4"), ("va_f8", "<f8"), ("va_u2be", ">u2")):
+            a = g.create_dataset(name, shape=(6,), chunks=(4,), dtype=object,
+                                 object_codec=numcodecs.VLenArray(dt))
+            vals = [np.array([1, 2, 3]), np.array([]), np.array([7]),
+                    np.array([0.5, float("nan"), -1e300]) if dt == "<f8" else np.array([65535]),
+                    np.arange(10)]
+            v = np.empty(6, dtype=object)
+            v[:5] = [x.astype(dt) for x in vals]
+            v[5] = np.array([], dtype=dt)
+            a[:5] = v[:5]
+
+    def check(self, m, name):
+        z = zarr.open_array(os.path.join(self.store, name), mode="r")
+        want = list(z[...].ravel(order="C"))
+        text = zfmount.read_all(m.path(name)).decode("utf-8")
+        self.assertTrue(text.endswith("\n"))
+        lines = text.splitlines()
+        self.assertEqual(len(lines), len(want), "one line per element (splitlines)")
+        for k, (line, w) in enumerate(zip(lines, want)):
+            w = w.tolist() if isinstance(w, np.ndarray) else w
+            self.assertTrue(same_json(json.loads(line), w), "%s[%d]: %r, zarr-python %r"
+                            % (name, k, line, w))
+        self.assertNotIn(" ", "".join(l for l in lines if not l.startswith('"')),
+                         "compact JSON")
+
+    def test_01_json2_equals_zarr_python(self):
+        with zfmount.Mount(self.store) as m:
+            for name in ("j1", "j2"):
+                with self.subTest(array=name):
+                    self.check(m, name)
+            self.assertIn(b"json2", os.getxattr(m.path("j1"), "user.zarr.text"))
+        log("  json2: %d elements and a 2-D array with a missing chunk equal zarr-python's read"
+            % len(self.ELEMS))
+
+    def test_02_vlen_array_equals_zarr_python(self):
+        with zfmount.Mount(self.store) as m:
+            for name in ("va_i4", "va_f8", "va_u2be"):
+                with self.subTest(array=name):
+                    self.check(m, name)
+
+    def test_03_malformed_chunks_eio(self):
+        path = os.path.join(WORK, "jsonl_bad.zarr")
+        g = zarr.open_group(path, mode="w")
+        a = g.create_dataset("j", shape=(4,), chunks=(2,), dtype=object, compressor=None,
+                             object_codec=numcodecs.JSON())
+        a[:] = np.array(["a", "b", "c", "d"], dtype=object)
+        b = g.create_dataset("v", shape=(4,), chunks=(2,), dtype=object, compressor=None,
+                             object_codec=numcodecs.VLenArray("<i4"))
+        b[:] = np.array([np.arange(2, dtype="<i4")] * 4 + [None], dtype=object)[:4]
+        with open(os.path.join(path, "j", "1"), "wb") as f:
+            f.write(b'["c","d","e","|O",[2]]')  # three elements for a chunk of two
+        with open(os.path.join(path, "v", "1"), "r+b") as f:
+            f.seek(4)
+            f.write((7).to_bytes(4, "little"))  # 7 bytes: not a whole number of int32
+        with zfmount.Mount(path) as m:
+            for name, codec in (("j", "json2"), ("v", "vlen-array")):
+                self.assertErrno(errno.EIO, zfmount.read_all, m.path(name))
+                self.assertIn(codec, m.stderr_text())
             self.assertTrue(m.alive())
 
 
