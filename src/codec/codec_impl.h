@@ -147,14 +147,27 @@ zf_status zf_vlen_resolve(const zf_codec *c, const zf_chunk_repr *decoded,
                           zf_chunk_repr *encoded, zf_err *err);
 zf_status zf_vlen_decode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
                          size_t in_len, uint8_t *out, size_t out_len, zf_err *err);
+/* The line of one element of a length-prefixed chunk: the bytes of its line (the '\n'
+ * included) written to out, or with out NULL only counted; SIZE_MAX when the element's n bytes
+ * at s are not a valid element (ctx: the caller's). */
+typedef size_t (*zf_vlen_line_fn)(const void *ctx, const uint8_t *s, size_t n, char *out);
 /* Decode numcodecs' length-prefixed chunk layout (a little-endian u32 element count, then per
  * element a u32 byte length and its bytes; both read as signed, as numcodecs does; bytes after
- * the last element ignored) into text: utf8 true checks strict UTF-8 and escapes as
- * zf_text_escape (vlen-utf8), false escapes as zf_text_escape_bytes (vlen-bytes). Errors:
- * ZF_ERR_CORRUPT (a count negative or not the chunk's element count, a length past the end,
- * invalid UTF-8, text reaching 4 GiB; the message starts with `name`), ZF_ERR_NOMEM. */
+ * the last element ignored) into text, each element's line made by line(ctx, ...). Errors:
+ * ZF_ERR_CORRUPT (a count negative or not the chunk's element count, a length past the end, an
+ * element line() refuses — `what` says what it must be —, text reaching 4 GiB; the message
+ * starts with `name`), ZF_ERR_NOMEM. */
+zf_status zf_vlen_decode_lines(const char *name, const zf_chunk_repr *decoded, const uint8_t *in,
+                               size_t in_len, zf_vlen_line_fn line, const void *ctx,
+                               const char *what, zf_text_chunk **out, zf_err *err);
+/* zf_vlen_decode_lines with the lines of vlen-utf8 (utf8 true: strict UTF-8, zf_text_escape) or
+ * of vlen-bytes (false: zf_text_escape_bytes). */
 zf_status zf_vlen_decode_text(const char *name, const zf_chunk_repr *decoded, const uint8_t *in,
                               size_t in_len, bool utf8, zf_text_chunk **out, zf_err *err);
+/* The compact JSON of v (NULL: null) as one line (the '\n' included; U+2028 and U+2029, which
+ * line splitters such as Python's splitlines() break at, as \u escapes), malloc'd in *line,
+ * *len bytes. Errors: ZF_ERR_NOMEM. */
+zf_status zf_text_json_line(yajl_val v, char **line, size_t *len);
 
 /* Strict UTF-8 as Python decodes it (no overlong forms, surrogates or code points past
  * U+10FFFF): zf_text_valid_utf8 for s[0..n); zf_text_utf8_seq the length (1..4) of the valid

@@ -37,40 +37,6 @@ static zf_status collect(const char *name, yajl_val v, unsigned depth, const zf_
     return ZF_OK;
 }
 
-/* The compact JSON of v on one line: U+2028 and U+2029, which JSON allows raw in strings but
- * line splitters such as Python's splitlines() break at, written as \u escapes. */
-static char *json_line(yajl_val v, size_t *len)
-{
-    char *j = zf_json_dump(v);
-    if (!j)
-        return NULL;
-    size_t n = strlen(j), extra = 0;
-    for (size_t i = 0; i + 2 < n; i++)
-        if ((uint8_t)j[i] == 0xE2 && (uint8_t)j[i + 1] == 0x80 &&
-            ((uint8_t)j[i + 2] == 0xA8 || (uint8_t)j[i + 2] == 0xA9))
-            extra += 3;
-    char *l = malloc(n + extra + 1);
-    if (!l) {
-        free(j);
-        return NULL;
-    }
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (i + 2 < n && (uint8_t)j[i] == 0xE2 && (uint8_t)j[i + 1] == 0x80 &&
-            ((uint8_t)j[i + 2] == 0xA8 || (uint8_t)j[i + 2] == 0xA9)) {
-            memcpy(l + o, (uint8_t)j[i + 2] == 0xA8 ? "\\u2028" : "\\u2029", 6);
-            o += 6;
-            i += 2;
-            continue;
-        }
-        l[o++] = j[i];
-    }
-    l[o++] = '\n';
-    free(j);
-    *len = o;
-    return l;
-}
-
 static zf_status json2_decode_text(const zf_codec *c, const zf_chunk_repr *decoded,
                                    const uint8_t *in, size_t in_len, zf_text_chunk **out,
                                    zf_err *err)
@@ -125,10 +91,8 @@ static zf_status json2_decode_text(const zf_codec *c, const zf_chunk_repr *decod
     }
     uint64_t total = 0;
     for (uint64_t i = 0; i < want; i++) {
-        if (!(lines[i] = json_line(g.elems[i], &lens[i]))) {
-            st = ZF_ERR_NOMEM;
+        if ((st = zf_text_json_line(g.elems[i], &lines[i], &lens[i])) != ZF_OK)
             goto out;
-        }
         total += lens[i];
     }
     zf_text_chunk *t = zf_text_chunk_alloc(want, total);
@@ -162,7 +126,7 @@ static zf_status json2_fill_text(const zf_codec *c, yajl_val fill, char **line, 
                                  zf_err *err)
 {
     (void)c, (void)err;
-    return (*line = json_line(fill, len)) ? ZF_OK : ZF_ERR_NOMEM;
+    return zf_text_json_line(fill, line, len);
 }
 
 static const zf_codec_ops json2_ops = {

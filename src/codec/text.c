@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codec_impl.h"
+#include "zarrfs/json.h"
 
 zf_text_chunk *zf_text_chunk_alloc(uint64_t nelems, uint64_t len)
 {
@@ -198,8 +199,9 @@ static uint32_t le32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-zf_status zf_vlen_decode_text(const char *name, const zf_chunk_repr *decoded, const uint8_t *in,
-                              size_t in_len, bool utf8, zf_text_chunk **out, zf_err *err)
+zf_status zf_vlen_decode_lines(const char *name, const zf_chunk_repr *decoded, const uint8_t *in,
+                               size_t in_len, zf_vlen_line_fn line, const void *ctx,
+                               const char *what, zf_text_chunk **out, zf_err *err)
 {
     uint64_t want = 1;
     for (unsigned d = 0; d < decoded->ndim; d++)
@@ -213,7 +215,7 @@ zf_status zf_vlen_decode_text(const char *name, const zf_chunk_repr *decoded, co
     if ((uint64_t)count != want)
         return zf_fail(err, ZF_ERR_CORRUPT, "%s: %d elements, the chunk holds %llu", name,
                        count, (unsigned long long)want);
-    /* First pass: check every length (and the UTF-8), and count the text's bytes. */
+    /* First pass: check every length and element, and count the text's bytes. */
     uint64_t total = 0;
     size_t p = 4;
     for (uint64_t i = 0; i < want; i++) {
@@ -226,11 +228,11 @@ zf_status zf_vlen_decode_text(const char *name, const zf_chunk_repr *decoded, co
             return zf_fail(err, ZF_ERR_CORRUPT,
                            "%s: element %llu: length %d runs past the end of the chunk (%zu "
                            "bytes)", name, (unsigned long long)i, n, in_len);
-        if (utf8 && !zf_text_valid_utf8(in + p, (size_t)n))
-            return zf_fail(err, ZF_ERR_CORRUPT, "%s: element %llu is not valid UTF-8", name,
-                           (unsigned long long)i);
-        total += (utf8 ? zf_text_escaped_len(in + p, (size_t)n)
-                       : zf_text_escape_bytes(in + p, (size_t)n, NULL)) + 1;
+        size_t k = line(ctx, in + p, (size_t)n, NULL);
+        if (k == SIZE_MAX)
+            return zf_fail(err, ZF_ERR_CORRUPT, "%s: element %llu is not %s", name,
+                           (unsigned long long)i, what);
+        total += k;
         p += (size_t)n;
     }
     zf_text_chunk *t = zf_text_chunk_alloc(want, total);
@@ -244,12 +246,73 @@ zf_status zf_vlen_decode_text(const char *name, const zf_chunk_repr *decoded, co
     for (uint64_t i = 0; i < want; i++) {
         size_t n = le32(in + p);
         p += 4;
-        o += utf8 ? zf_text_escape(in + p, n, t->text + o)
-                  : zf_text_escape_bytes(in + p, n, t->text + o);
-        t->text[o++] = '\n';
+        o += line(ctx, in + p, n, t->text + o);
         t->starts[i + 1] = (uint32_t)o;
         p += n;
     }
     *out = t;
+    return ZF_OK;
+}
+
+static size_t utf8_line(const void *ctx, const uint8_t *s, size_t n, char *out)
+{
+    (void)ctx;
+    if (!out && !zf_text_valid_utf8(s, n))
+        return SIZE_MAX;
+    size_t k = out ? zf_text_escape(s, n, out) : zf_text_escaped_len(s, n);
+    if (out)
+        out[k] = '\n';
+    return k + 1;
+}
+
+static size_t bytes_line(const void *ctx, const uint8_t *s, size_t n, char *out)
+{
+    (void)ctx;
+    size_t k = zf_text_escape_bytes(s, n, out);
+    if (out)
+        out[k] = '\n';
+    return k + 1;
+}
+
+zf_status zf_vlen_decode_text(const char *name, const zf_chunk_repr *decoded, const uint8_t *in,
+                              size_t in_len, bool utf8, zf_text_chunk **out, zf_err *err)
+{
+    return zf_vlen_decode_lines(name, decoded, in, in_len, utf8 ? utf8_line : bytes_line, NULL,
+                                "valid UTF-8", out, err);
+}
+
+static bool line_separator(const char *j, size_t i, size_t n) /* U+2028, U+2029 at j[i] */
+{
+    return i + 2 < n && (uint8_t)j[i] == 0xE2 && (uint8_t)j[i + 1] == 0x80 &&
+           ((uint8_t)j[i + 2] == 0xA8 || (uint8_t)j[i + 2] == 0xA9);
+}
+
+zf_status zf_text_json_line(yajl_val v, char **line, size_t *len)
+{
+    char *j = zf_json_dump(v);
+    if (!j)
+        return ZF_ERR_NOMEM;
+    size_t n = strlen(j), extra = 0;
+    for (size_t i = 0; i < n; i++)
+        extra += line_separator(j, i, n) ? 3 : 0;
+    char *l = malloc(n + extra + 1);
+    if (!l) {
+        free(j);
+        return ZF_ERR_NOMEM;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (line_separator(j, i, n)) {
+            memcpy(l + o, (uint8_t)j[i + 2] == 0xA8 ? "\\u2028" : "\\u2029", 6);
+            o += 6;
+            i += 2;
+        } else {
+            l[o++] = j[i];
+        }
+    }
+    l[o++] = '\n';
+    free(j);
+    *line = l;
+    *len = o;
     return ZF_OK;
 }

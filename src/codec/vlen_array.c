@@ -13,17 +13,11 @@
 #include <string.h>
 
 #include "codec_impl.h"
-#include "zarrfs/json.h"
 
 typedef struct vlen_array {
     zf_codec base;
     zf_dtype dt;
 } vlen_array;
-
-static uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 /* A finite double as Python's json writes it: the fewest significant digits (15 to 17) that
  * read back to the same value, and a ".0" where that would look like an integer. */
@@ -63,14 +57,18 @@ static size_t value_json(const zf_dtype *dt, const uint8_t *p, size_t k, char *o
     return (size_t)n;
 }
 
-/* Element of nbytes bytes at p as a JSON list line into out (NULL: only its length). */
-static size_t element_line(const zf_dtype *dt, const uint8_t *p, size_t nbytes, char *out)
+/* Element of n bytes at p as a JSON list line into out (NULL: only its length); SIZE_MAX when
+ * n is not a whole number of values (zf_vlen_line_fn; ctx: the values' data type). */
+static size_t element_line(const void *ctx, const uint8_t *p, size_t n, char *out)
 {
-    size_t o = 0, n = nbytes / dt->itemsize;
+    const zf_dtype *dt = ctx;
+    if (n % dt->itemsize)
+        return SIZE_MAX;
+    size_t o = 0, count = n / dt->itemsize;
     if (out)
         out[o] = '[';
     o++;
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < count; k++) {
         if (k) {
             if (out)
                 out[o] = ',';
@@ -89,49 +87,9 @@ static zf_status vlen_array_decode_text(const zf_codec *c, const zf_chunk_repr *
                                         const uint8_t *in, size_t in_len, zf_text_chunk **out,
                                         zf_err *err)
 {
-    const zf_dtype *dt = &((const vlen_array *)c)->dt;
-    const char *name = c->ops->name;
-    uint64_t want = 1;
-    for (unsigned d = 0; d < decoded->ndim; d++)
-        want *= decoded->shape[d];
-    if (in_len < 4)
-        return zf_fail(err, ZF_ERR_CORRUPT, "%s: %zu bytes, too short for the element count",
-                       name, in_len);
-    int32_t count = (int32_t)le32(in);
-    if (count < 0 || (uint64_t)count != want)
-        return zf_fail(err, ZF_ERR_CORRUPT, "%s: %d elements, the chunk holds %llu", name,
-                       count, (unsigned long long)want);
-    uint64_t total = 0;
-    size_t p = 4;
-    for (uint64_t i = 0; i < want; i++) { /* lengths checked, the text's bytes counted */
-        if (in_len - p < 4)
-            return zf_fail(err, ZF_ERR_CORRUPT, "%s: element %llu: its length is past the end",
-                           name, (unsigned long long)i);
-        int32_t n = (int32_t)le32(in + p);
-        p += 4;
-        if (n < 0 || (size_t)n > in_len - p || (size_t)n % dt->itemsize)
-            return zf_fail(err, ZF_ERR_CORRUPT, "%s: element %llu: length %d is not a whole "
-                           "number of %zu-byte values within the chunk", name,
-                           (unsigned long long)i, n, dt->itemsize);
-        total += element_line(dt, in + p, (size_t)n, NULL);
-        p += (size_t)n;
-    }
-    zf_text_chunk *t = zf_text_chunk_alloc(want, total);
-    if (!t)
-        return total >= ((uint64_t)1 << 32)
-                   ? zf_fail(err, ZF_ERR_CORRUPT, "%s: the chunk's text reaches 4 GiB", name)
-                   : ZF_ERR_NOMEM;
-    size_t o = 0;
-    p = 4;
-    for (uint64_t i = 0; i < want; i++) {
-        size_t n = le32(in + p);
-        p += 4;
-        o += element_line(dt, in + p, n, t->text + o);
-        t->starts[i + 1] = (uint32_t)o;
-        p += n;
-    }
-    *out = t;
-    return ZF_OK;
+    const vlen_array *v = (const vlen_array *)c;
+    return zf_vlen_decode_lines(c->ops->name, decoded, in, in_len, element_line, &v->dt,
+                                "a whole number of values", out, err);
 }
 
 /* zarr-python's default fill value of object arrays, 0, and null (None) as their JSON; a list
@@ -140,20 +98,7 @@ static zf_status vlen_array_fill_text(const zf_codec *c, yajl_val fill, char **l
                                       zf_err *err)
 {
     (void)c, (void)err;
-    char *j = zf_json_dump(fill);
-    if (!j)
-        return ZF_ERR_NOMEM;
-    size_t n = strlen(j);
-    char *l = realloc(j, n + 2);
-    if (!l) {
-        free(j);
-        return ZF_ERR_NOMEM;
-    }
-    l[n] = '\n';
-    l[n + 1] = '\0';
-    *line = l;
-    *len = n + 1;
-    return ZF_OK;
+    return zf_text_json_line(fill, line, len);
 }
 
 static const zf_codec_ops vlen_array_ops = {
