@@ -161,4 +161,8 @@ typedef struct zf_decode_stats {
 } zf_decode_stats;
 void zf_array_get_decode_stats(zf_decode_stats *out);
 
+/* Drop the readahead loads queued on pool that have not started (a mount going away: they
+ * would only delay its exit, by a stalled remote store's timeouts too); returns how many. */
+size_t zf_array_cancel_prefetch(zf_pool *pool);
+
 #endif

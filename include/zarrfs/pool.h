@@ -15,6 +15,9 @@ zf_status zf_pool_new(unsigned nthreads, zf_pool **out);
 zf_status zf_pool_submit(zf_pool *p, zf_task_fn fn, void *arg);
 /* Number of tasks queued and not yet started. */
 size_t zf_pool_pending(zf_pool *p);
+/* Take the queued tasks of function fn that have not started off the queue, calling drop(arg)
+ * for each (to free what it owns); returns how many. Tasks already running go on. */
+size_t zf_pool_cancel(zf_pool *p, zf_task_fn fn, void (*drop)(void *arg));
 /* Finish queued tasks, stop the workers, free. */
 void zf_pool_free(zf_pool *p);
 

@@ -554,6 +554,11 @@ static void prefetch_run(void *arg)
     free(t);
 }
 
+size_t zf_array_cancel_prefetch(zf_pool *pool)
+{
+    return pool ? zf_pool_cancel(pool, prefetch_run, free) : 0;
+}
+
 typedef struct collect_ctx {
     uint64_t chunks[PREFETCH_MAX];
     size_t n;

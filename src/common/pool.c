@@ -97,6 +97,36 @@ size_t zf_pool_pending(zf_pool *p)
     return n;
 }
 
+size_t zf_pool_cancel(zf_pool *p, zf_task_fn fn, void (*drop)(void *arg))
+{
+    size_t n = 0;
+    task *gone = NULL;
+    pthread_mutex_lock(&p->mu);
+    for (task **pp = &p->head; *pp;) {
+        task *t = *pp;
+        if (t->fn != fn) {
+            p->tail = t;
+            pp = &t->next;
+            continue;
+        }
+        *pp = t->next;
+        t->next = gone;
+        gone = t;
+        p->pending--;
+        n++;
+    }
+    if (!p->head)
+        p->tail = NULL;
+    pthread_mutex_unlock(&p->mu);
+    while (gone) {
+        task *t = gone;
+        gone = t->next;
+        drop(t->arg);
+        free(t);
+    }
+    return n;
+}
+
 void zf_pool_free(zf_pool *p)
 {
     if (!p)

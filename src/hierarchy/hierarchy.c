@@ -1354,7 +1354,8 @@ void zf_hierarchy_free(zf_hierarchy *h)
     if (h->cache)
         zf_cache_set_writeback_pool(h->cache, NULL);
     zf_pool_free(h->wb_pool);
-    zf_pool_free(h->pool); /* drains prefetches before arrays go away */
+    zf_array_cancel_prefetch(h->pool); /* readahead nobody waits for any more */
+    zf_pool_free(h->pool); /* drains the rest before arrays go away */
     for (size_t i = 0; i < h->nnodes; i++)
         zf_h_node_free(h->by_id[i]);
     free(h->by_id);

@@ -1,5 +1,6 @@
 /* Unit tests for src/common: typestrs, element casts, half floats, JSON helpers, base64. */
 #include <check.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 
 #include "zarrfs/dtype.h"
 #include "zarrfs/json.h"
+#include "zarrfs/pool.h"
 
 #include "../check_main.h"
 
@@ -195,5 +197,52 @@ START_TEST(json_bounds)
 }
 END_TEST
 
+/* zf_pool_cancel: the queued tasks of one function go without running (their arguments to
+ * drop), a task already running and those of other functions run. */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static int gate_open, gate_entered, ran_a, ran_b, dropped;
+
+static void gate_task(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&gate_mu);
+    gate_entered = 1;
+    pthread_cond_broadcast(&gate_cv);
+    while (!gate_open)
+        pthread_cond_wait(&gate_cv, &gate_mu);
+    pthread_mutex_unlock(&gate_mu);
+}
+
+static void task_a(void *arg) { free(arg), ran_a++; }
+static void task_b(void *arg) { (void)arg, ran_b++; }
+static void drop_a(void *arg) { free(arg), dropped++; }
+
+START_TEST(pool_cancel)
+{
+    zf_pool *p;
+    ck_assert_int_eq(zf_pool_new(1, &p), ZF_OK);
+    ck_assert_int_eq(zf_pool_submit(p, gate_task, NULL), ZF_OK);
+    pthread_mutex_lock(&gate_mu);
+    while (!gate_entered) /* the one worker is busy: what follows stays queued */
+        pthread_cond_wait(&gate_cv, &gate_mu);
+    pthread_mutex_unlock(&gate_mu);
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(zf_pool_submit(p, i % 2 ? task_b : task_a, malloc(8)), ZF_OK);
+    ck_assert_uint_eq(zf_pool_cancel(p, task_a, drop_a), 3);
+    ck_assert_uint_eq(zf_pool_pending(p), 3);
+    ck_assert_uint_eq(zf_pool_cancel(p, task_a, drop_a), 0);
+    ck_assert_int_eq(zf_pool_submit(p, task_a, malloc(8)), ZF_OK); /* the tail still right */
+    pthread_mutex_lock(&gate_mu);
+    gate_open = 1;
+    pthread_cond_broadcast(&gate_cv);
+    pthread_mutex_unlock(&gate_mu);
+    zf_pool_free(p); /* finishes the queue */
+    ck_assert_int_eq(dropped, 3);
+    ck_assert_int_eq(ran_a, 1);
+    ck_assert_int_eq(ran_b, 3);
+}
+END_TEST
+
 ZF_CHECK_MAIN("common", typestr_parse, half_conversions, element_casts, json_helpers,
-              base64_and_utf32, json_bounds)
+              base64_and_utf32, json_bounds, pool_cancel)

@@ -31,6 +31,7 @@ STRUCT_U = [("name", ">U3"), ("v", "<f8"), ("ok", "|b1")]
 BLOSC_CNAMES = ["blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd"]
 
 TEXT = ["unsupported/vlen_utf8", "unsupported/vlen_bytes"]  # variable-length: read as text
+JSON_LINES = ["unsupported/json_obj", "unsupported/vlen_array"]  # read as JSON Lines
 UNSUPPORTED = ["unsupported/json_obj",
                "unsupported/vlen_array", "unsupported/pickle_obj"]
 

@@ -47,7 +47,7 @@ def make_store(name, big_attrs=0):
                          compressor=numcodecs.Zlib(1), fill_value=-1)
     a[...] = np.arange(1200, dtype="<i4").reshape(40, 30)
     del a.store["a/3.2"]
-    g.create_dataset("obj", shape=(3,), dtype=object, object_codec=numcodecs.VLenUTF8())
+    g.create_dataset("obj", shape=(3,), dtype=object, object_codec=numcodecs.Pickle())
     if big_attrs:
         g.attrs["big"] = "".join(chr(0x41 + (i * 7) % 26) for i in range(big_attrs))
     return path
