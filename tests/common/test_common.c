@@ -228,7 +228,8 @@ START_TEST(pool_cancel)
         pthread_cond_wait(&gate_cv, &gate_mu);
     pthread_mutex_unlock(&gate_mu);
     for (int i = 0; i < 6; i++)
-        ck_assert_int_eq(zf_pool_submit(p, i % 2 ? task_b : task_a, malloc(8)), ZF_OK);
+        ck_assert_int_eq(zf_pool_submit(p, i % 2 ? task_b : task_a, i % 2 ? NULL : malloc(8)),
+                         ZF_OK);
     ck_assert_uint_eq(zf_pool_cancel(p, task_a, drop_a), 3);
     ck_assert_uint_eq(zf_pool_pending(p), 3);
     ck_assert_uint_eq(zf_pool_cancel(p, task_a, drop_a), 0);
