@@ -339,8 +339,12 @@ zf_status zf_chain_text_fill(const zf_codec_chain *chain, yajl_val fill, char **
 }
 
 /* The limit on an intermediate byte string of a text chain: chunks of variable-length elements
- * have no size the metadata could give, so zarrfs's chunk limit bounds them. */
-#define TEXT_BOUND ((size_t)1 << 31)
+ * have no size the metadata could give, so zarrfs's chunk limit bounds them (the fuzz build
+ * sets a smaller one, within libFuzzer's malloc limit). */
+#ifndef ZF_TEXT_BOUND
+#define ZF_TEXT_BOUND ((size_t)1 << 31)
+#endif
+#define TEXT_BOUND ((size_t)ZF_TEXT_BOUND)
 
 zf_status zf_chain_decode_text(const zf_codec_chain *chain, const zf_chunk_repr *decoded,
                                const uint8_t *in, size_t in_len, zf_text_chunk **out,
