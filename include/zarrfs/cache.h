@@ -24,7 +24,7 @@ typedef struct zf_cache_entry zf_cache_entry;
 /* Load one chunk: on ZF_OK set *data (malloc'd, owned by the cache afterwards) and *size bytes;
  * ZF_ERR_NOT_FOUND caches an absent chunk; any other status fails the get. With either the
  * loader may set *record (malloc'd; NULL before the call): the owner's record of the entry
- * (zf_cache_entry_written; e.g. the stored version the data came from). */
+ * (zf_cache_entry_record; e.g. the stored version the data came from). */
 typedef zf_status (*zf_cache_load_fn)(void *ctx, uint64_t chunk, void **data, size_t *size,
                                       void **record, zf_err *err);
 
@@ -89,9 +89,9 @@ bool zf_cache_entry_is_dirty(const zf_cache_entry *e); /* entry locked */
  * into it since it was last stored — (NULL: none; set by the loader or here), and setting it
  * (malloc'd; the cache frees the one it replaces, and frees it when the entry is marked clean
  * or freed). */
-void *zf_cache_entry_written(zf_cache_entry *e);
-void zf_cache_entry_set_written(zf_cache_entry *e, void *written);
-/* The locked entry's data is stored: drop its dirty mark (and its record of what was written). */
+void *zf_cache_entry_record(zf_cache_entry *e);
+void zf_cache_entry_set_record(zf_cache_entry *e, void *record);
+/* The locked entry's data is stored: drop its dirty mark and its record (stale now). */
 void zf_cache_mark_clean(zf_cache *c, zf_cache_entry *e);
 /* Pin (array_id, chunk) if it is cached and loaded, without loading: ZF_OK and *out, else
  * ZF_ERR_NOT_FOUND. */

@@ -76,7 +76,7 @@ bool zf_array_queue_load(zf_array *a, uint64_t chunk);
 zf_status zf_array_text_read(zf_array *a, uint64_t offset, void *buf, size_t len,
                              size_t *nread, zf_err *err);
 
-/* The cache record (zf_cache_entry_written) of a chunk of a writable array: which version of
+/* The cache record (zf_cache_entry_record) of a chunk of a writable array: which version of
  * the store its cached copy came from, and which elements were written into it since it was
  * last stored (array_write.c, "what a write changed"). */
 typedef struct zf_chunk_record {

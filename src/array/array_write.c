@@ -121,7 +121,7 @@ static bool bit_set(const uint64_t *bits, uint64_t i) { return bits[i / 64] >> (
 static zf_status note_written(zf_array *a, zf_cache_entry *e, uint64_t chunk, uint64_t first,
                               uint64_t count, bool covered)
 {
-    zf_chunk_record *w = zf_cache_entry_written(e);
+    zf_chunk_record *w = zf_cache_entry_record(e);
     if (w && w->whole)
         return ZF_OK;
     if (!w || (!covered && !w->has_bits)) { /* a new record, keeping what the old one knew */
@@ -133,7 +133,7 @@ static zf_status note_written(zf_array *a, zf_cache_entry *e, uint64_t chunk, ui
             *nw = *w;
         nw->has_bits = !covered;
         nw->ninside = elems_inside(a, chunk);
-        zf_cache_entry_set_written(e, nw);
+        zf_cache_entry_set_record(e, nw);
         w = nw;
     }
     if (!covered)
@@ -424,7 +424,7 @@ static zf_status writeback(void *ctx, zf_cache_entry *e, zf_err *err)
         char key[4096];
         zf_grid_chunk_coords(&a->grid, zf_cache_entry_chunk(e), cc);
         st = zf_array_stored_key(a, &a->grid, cc, key, sizeof key, err);
-        const zf_chunk_record *w = zf_cache_entry_written(e);
+        const zf_chunk_record *w = zf_cache_entry_record(e);
         bool whole = !w || w->whole;
         if (st == ZF_OK && !whole && w->stored_known) { /* over the version read, if still there */
             st = store_chunk(a, key, zf_cache_entry_wdata(e), true,
@@ -453,7 +453,7 @@ static zf_status merge_inner(zf_array *a, const char *key, zf_cache_entry *e,
                              const zf_bytes *old, const uint64_t *old_index, size_t i,
                              zf_err *err)
 {
-    const zf_chunk_record *w = zf_cache_entry_written(e);
+    const zf_chunk_record *w = zf_cache_entry_record(e);
     if (!w || w->whole)
         return ZF_OK;
     uint8_t *base = NULL;
@@ -527,7 +527,7 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
         held[i] = ie;
         chunks[i] = zf_cache_entry_wdata(ie);
         ndirty++;
-        const zf_chunk_record *w = zf_cache_entry_written(ie);
+        const zf_chunk_record *w = zf_cache_entry_record(ie);
         nmerge += w && !w->whole;
     }
 

@@ -30,7 +30,7 @@ struct zf_cache_entry {
     pthread_mutex_t lock;             /* guards data while it can change */
     bool dirty;
     const zf_cache_owner *owner;      /* while dirty */
-    void *written;                    /* the owner's record of what was written (malloc'd) */
+    void *record;                     /* the owner's record of the entry (malloc'd) */
     double dirtied, touched;          /* first and last write while dirty (monotonic s) */
     zf_cache_entry *dprev, *dnext;    /* the dirty list, oldest first */
 };
@@ -103,7 +103,7 @@ static void entry_free(zf_cache_entry *e)
 {
     pthread_mutex_destroy(&e->lock);
     free(e->data);
-    free(e->written);
+    free(e->record);
     free(e->msg);
     free(e);
 }
@@ -241,7 +241,7 @@ zf_status zf_cache_get(zf_cache *c, uint64_t array_id, uint64_t chunk, zf_cache_
     if (st == ZF_OK || st == ZF_ERR_NOT_FOUND) {
         e->data = st == ZF_OK ? data : NULL;
         e->size = st == ZF_OK ? size : 0;
-        e->written = record;
+        e->record = record;
         e->state = READY;
         c->bytes += cost(e);
         st = ZF_OK;
@@ -320,13 +320,13 @@ void zf_cache_entry_unlock(zf_cache_entry *e) { pthread_mutex_unlock(&e->lock); 
 uint64_t zf_cache_entry_chunk(const zf_cache_entry *e) { return e->chunk; }
 void *zf_cache_entry_wdata(zf_cache_entry *e) { return e->data; }
 bool zf_cache_entry_is_dirty(const zf_cache_entry *e) { return e->dirty; }
-void *zf_cache_entry_written(zf_cache_entry *e) { return e->written; }
+void *zf_cache_entry_record(zf_cache_entry *e) { return e->record; }
 
-void zf_cache_entry_set_written(zf_cache_entry *e, void *written)
+void zf_cache_entry_set_record(zf_cache_entry *e, void *record)
 {
-    if (e->written != written)
-        free(e->written);
-    e->written = written;
+    if (e->record != record)
+        free(e->record);
+    e->record = record;
 }
 
 void zf_cache_entry_set_data(zf_cache *c, zf_cache_entry *e, void *data, size_t size)
@@ -365,7 +365,7 @@ void zf_cache_mark_dirty(zf_cache *c, zf_cache_entry *e, const zf_cache_owner *o
 
 void zf_cache_mark_clean(zf_cache *c, zf_cache_entry *e)
 {
-    zf_cache_entry_set_written(e, NULL);
+    zf_cache_entry_set_record(e, NULL);
     pthread_mutex_lock(&c->mu);
     if (e->dirty) {
         e->dirty = false;
