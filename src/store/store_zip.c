@@ -3,7 +3,8 @@
  *
  * libzip keeps the format (central directory, Zip64, deflate, CRC); the bytes come from the inner
  * store through a zip_source_function whose reads go to zf_store_get_partial via a read window,
- * so libzip's many small reads become few store requests. Opening costs one suffix read (the end
+ * so libzip's many small reads become few store requests (the window is the buffer of the inner
+ * store's last read, taken without a copy). Opening costs one suffix read (the end
  * of central directory, usually the whole central directory of a small archive with it) and at
  * most one more for a large central directory; a value then costs the ranges of its own entry
  * only: a remote archive is never fetched whole.
@@ -17,7 +18,8 @@
  * Whole values are CRC-checked by libzip; a CRC or size mismatch, or a deflate stream that does
  * not decode, is ZF_ERR_CORRUPT (logged), never wrong bytes. A byte range of a stored
  * (uncompressed) entry is read by seeking, without the CRC (which covers the whole entry); a
- * range of a compressed entry is the slice of the whole, checked value. */
+ * range of a compressed entry is the slice of the whole, checked value (the last such value, up
+ * to DECODED_KEEP bytes, is kept for the next range: a shard's index, then its inner chunks). */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -36,6 +38,9 @@
 #define TAIL_READ (128 * 1024) /* first read: > 65557, the largest end of central directory */
 #define WINDOW_LOCAL (256 * 1024)
 #define WINDOW_REMOTE (1024 * 1024)
+/* A compressed entry read by ranges (a shard's index, then its inner chunks) is decoded whole
+ * once and its value kept for the next range, up to this size (bytes). */
+#define DECODED_KEEP (16u << 20)
 
 typedef struct zip_entry {
     char *name; /* below the root prefix */
@@ -50,10 +55,14 @@ typedef struct zip_store {
     char *key;     /* the archive's key in base.inner */
     zip_t *za;
     pthread_mutex_t mu; /* every libzip call, the source state below */
-    /* the source: position, error, window of archive bytes [woff, woff + wlen) */
+    /* the source: position, error, window of archive bytes [woff, woff + wlen) (the buffer of
+     * the inner store's last read, taken as it is) and the size of a read that refills it */
     uint64_t size, pos, woff;
     uint8_t *win;
     size_t wlen, wcap;
+    /* the compressed entry last read by a range, decoded whole (NULL: none) */
+    const zip_entry *decoded_entry;
+    zf_bytes decoded;
     zip_error_t zerr;
     zf_status io_st; /* the inner store's failure behind a libzip read error (ZF_OK: none) */
     zf_err io_err;
@@ -95,11 +104,12 @@ static zip_int64_t read_at(zip_store *z, uint64_t pos, uint8_t *dst, uint64_t n)
         if (direct) {
             memcpy(dst + done, b.data, b.len);
             done += b.len;
-        } else {
-            memcpy(z->win, b.data, b.len);
+            zf_bytes_free(&b);
+        } else { /* the read's buffer is the new window */
+            free(z->win);
+            z->win = b.data;
             z->woff = p, z->wlen = b.len;
         }
-        zf_bytes_free(&b);
     }
     return (zip_int64_t)done;
 }
@@ -359,10 +369,17 @@ static zf_status zs_get_partial(zf_store *s, const char *key, uint64_t offset, u
     if (whole || e->stored) {
         st = read_entry(z, e, key, whole, offset, len, out, err);
     } else { /* a compressed entry: decode all of it (checked), keep the slice */
-        zf_bytes all = {0};
-        st = read_entry(z, e, key, true, 0, 0, &all, err);
+        st = ZF_OK;
+        if (z->decoded_entry != e) {
+            zf_bytes_free(&z->decoded);
+            z->decoded_entry = NULL;
+            st = read_entry(z, e, key, true, 0, 0, &z->decoded, err);
+            if (st == ZF_OK)
+                z->decoded_entry = e;
+        }
         if (st == ZF_OK) {
-            uint64_t n = offset >= all.len ? 0 : all.len - offset;
+            const zf_bytes *all = &z->decoded;
+            uint64_t n = offset >= all->len ? 0 : all->len - offset;
             if (n > len)
                 n = len;
             uint8_t *p = zf_alloc_bulk(n ? (size_t)n : 1);
@@ -370,10 +387,13 @@ static zf_status zs_get_partial(zf_store *s, const char *key, uint64_t offset, u
                 st = ZF_ERR_NOMEM;
             else {
                 if (n)
-                    memcpy(p, all.data + offset, (size_t)n);
+                    memcpy(p, all->data + offset, (size_t)n);
                 out->data = p, out->len = (size_t)n;
             }
-            zf_bytes_free(&all);
+        }
+        if (z->decoded.len > DECODED_KEEP) { /* too large to keep: decoded again next time */
+            zf_bytes_free(&z->decoded);
+            z->decoded_entry = NULL;
         }
     }
     pthread_mutex_unlock(&z->mu);
@@ -430,6 +450,7 @@ static void zs_destroy(zf_store *s)
     zip_error_fini(&z->zerr);
     pthread_mutex_destroy(&z->mu);
     zf_store_close(z->base.inner);
+    zf_bytes_free(&z->decoded);
     free(z->win);
     free(z->key);
     free(z->base.url);
@@ -457,7 +478,7 @@ zf_status zf_store_zip_open(zf_store *inner, const char *key, const char *name, 
     zip_error_init(&z->zerr);
     const char *loc = inner->location ? inner->location : inner->url;
     z->wcap = inner->remote ? WINDOW_REMOTE : WINDOW_LOCAL;
-    if (!(z->key = strdup(key)) || !(z->win = malloc(z->wcap)) ||
+    if (!(z->key = strdup(key)) ||
         asprintf(&z->base.url, "%s", name ? name : key) < 0 ||
         asprintf(&z->base.location, "zip:%s/%s", loc, key) < 0) {
         z->base.url = z->base.location = NULL;
@@ -477,18 +498,8 @@ zf_status zf_store_zip_open(zf_store *inner, const char *key, const char *name, 
         goto fail;
     }
     z->size = total;
-    if (tail.len > z->wcap) {
-        uint8_t *w = realloc(z->win, tail.len);
-        if (!w) {
-            zf_bytes_free(&tail);
-            st = ZF_ERR_NOMEM;
-            goto fail;
-        }
-        z->win = w, z->wcap = tail.len;
-    }
-    memcpy(z->win, tail.data, tail.len);
+    z->win = tail.data; /* the first window: of a small archive, all of it */
     z->woff = total - tail.len, z->wlen = tail.len;
-    zf_bytes_free(&tail);
 
     zip_error_t ze;
     zip_error_init(&ze);
