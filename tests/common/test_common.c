@@ -142,6 +142,26 @@ START_TEST(base64_and_utf32)
     uint8_t small[2];
     ck_assert_int_eq(zf_base64_decode_into((const uint8_t *)"YWJj", 4, small, 2, &n),
                      ZF_ERR_CORRUPT);
+    /* groups of four decoded at once and byte by byte, mixed: Python's binascii.a2b_base64 */
+    static const struct {
+        const char *in, *want; /* want NULL: Python raises */
+    } py[] = {{"QUJD\nREVG", "ABCDEF"},
+              {"QUJDREVGR0g=", "ABCDEFGH"},
+              {"QU JDR\tEVGR0hJ", "ABCDEFGHI"},
+              {"QUJDREVG=QUJD", "ABCDEFABC"},
+              {"QUJDR===REVG", NULL}};
+    for (size_t i = 0; i < sizeof py / sizeof py[0]; i++) {
+        zf_status st = zf_base64_decode(py[i].in, &out, &n);
+        ck_assert_int_eq(st, py[i].want ? ZF_OK : ZF_ERR_INVALID);
+        if (py[i].want) {
+            ck_assert_uint_eq(n, strlen(py[i].want));
+            ck_assert_int_eq(memcmp(out, py[i].want, n), 0);
+            free(out);
+        }
+    }
+    uint8_t six[6]; /* room for two groups of a longer text: the third does not fit */
+    ck_assert_int_eq(zf_base64_decode_into((const uint8_t *)"QUJDREVGR0hJ", 12, six, 6, &n),
+                     ZF_ERR_CORRUPT);
     uint8_t u[12];
     ck_assert_int_eq(zf_utf8_to_utf32("\xc3\xa9x", 3, u, 3, 0), ZF_OK); /* é x */
     ck_assert_uint_eq(u[0], 0xe9);
