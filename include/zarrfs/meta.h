@@ -119,6 +119,11 @@ zf_status zf_meta_v2_fill_value(const char *json, const zf_dtype *dt, uint8_t *o
 zf_status zf_meta_detect(const char *key, const char *text, size_t len, zf_format *format,
                          zf_err *err);
 
+/* zf_meta_detect of a document already parsed (doc: its JSON tree, left to the caller), so that
+ * a reader that needs the tree afterwards (the root zarr.json's consolidated metadata) parses
+ * it once. Same results and errors; a doc that is not an object is ZF_ERR_INVALID. */
+zf_status zf_meta_detect_doc(const char *key, yajl_val doc, zf_format *format, zf_err *err);
+
 /* Parse a final Zarr v3 zarr.json (v3 core "Metadata": node_type group or array) into meta.
  * Data types are the flat encoding's (little-endian); fill_value in every form of v3
  * "data-types" (and the zarr-python 3 extension types); chunk_grid "regular";

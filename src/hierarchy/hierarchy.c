@@ -1200,14 +1200,10 @@ static zf_status read_consolidated(zf_hierarchy *h, zf_err *err)
 }
 
 /* v3: the root zarr.json's consolidated_metadata ("kind": "inline", "metadata": {path: doc}),
- * kept for documents and listings when present (text is the root document). */
-static zf_status read_consolidated_v3(zf_hierarchy *h, const char *text, size_t len,
-                                      bool *root_is_array, zf_err *err)
+ * kept for documents and listings when present (doc: the root document's tree, taken). */
+static zf_status read_consolidated_v3(zf_hierarchy *h, yajl_val doc, bool *root_is_array)
 {
-    yajl_val doc;
-    zf_status st = zf_json_parse("zarr.json", text, len, &doc, err);
-    if (st != ZF_OK)
-        return st;
+    zf_status st;
     yajl_val nt = zf_json_get(doc, "node_type");
     *root_is_array = YAJL_IS_STRING(nt) && strcmp(nt->u.string, "array") == 0;
     yajl_val cm = zf_json_get(doc, "consolidated_metadata");
@@ -1256,9 +1252,13 @@ static zf_status detect(zf_hierarchy *h, bool *root_is_array, zf_err *err)
                        h->store->url);
     if (st != ZF_OK)
         return st;
-    st = zf_meta_detect("zarr.json", text, len, &h->format, err);
+    yajl_val doc = NULL; /* parsed once: detection, then the consolidated metadata */
+    st = zf_json_parse("zarr.json", text, len, &doc, err);
+    if (st == ZF_OK)
+        st = zf_meta_detect_doc("zarr.json", doc, &h->format, err);
     if (st == ZF_OK && h->format == ZF_FORMAT_V3) {
-        st = read_consolidated_v3(h, text, len, root_is_array, err);
+        st = read_consolidated_v3(h, doc, root_is_array);
+        doc = NULL;
         zf_store_stat(h->store, "zarr.json", NULL, &h->root_mtime, NULL);
     } else if (st == ZF_OK) {
         char *ka = draft_doc_key(h, "", "array");
@@ -1269,6 +1269,7 @@ static zf_status detect(zf_hierarchy *h, bool *root_is_array, zf_err *err)
         free(ka);
         zf_store_stat(h->store, "zarr.json", NULL, &h->root_mtime, NULL);
     }
+    yajl_tree_free(doc);
     free(text);
     return st;
 }

@@ -89,6 +89,30 @@ static zf_status entry_point(const char *key, yajl_val doc, zf_format f, zf_err 
     return entry_extensions(key, zf_json_get(doc, "extensions"), err);
 }
 
+zf_status zf_meta_detect_doc(const char *key, yajl_val doc, zf_format *format, zf_err *err)
+{
+    if (!YAJL_IS_OBJECT(doc))
+        return zf_fail(err, ZF_ERR_INVALID, "%s: expected a JSON object", key);
+    yajl_val zf = zf_json_get(doc, "zarr_format");
+    int64_t n;
+    if (!zf)
+        return ZF_FIELD_FAIL(err, key, "zarr_format", "missing");
+    if (zf_json_int64(zf, &n) && n == 3) {
+        *format = ZF_FORMAT_V3;
+        return ZF_OK;
+    }
+    if (YAJL_IS_STRING(zf) && strcmp(zf->u.string, URI_DRAFT_2020) == 0) {
+        *format = ZF_FORMAT_V3_DRAFT_2020;
+        return entry_point(key, doc, *format, err);
+    }
+    if (YAJL_IS_STRING(zf) && strcmp(zf->u.string, URI_DRAFT_2022) == 0) {
+        *format = ZF_FORMAT_V3_DRAFT_2022;
+        return entry_point(key, doc, *format, err);
+    }
+    return ZF_FIELD_FAIL(err, key, "zarr_format",
+                         "expected 3, \"" URI_DRAFT_2020 "\" or \"" URI_DRAFT_2022 "\"");
+}
+
 zf_status zf_meta_detect(const char *key, const char *text, size_t len, zf_format *format,
                          zf_err *err)
 {
@@ -96,22 +120,7 @@ zf_status zf_meta_detect(const char *key, const char *text, size_t len, zf_forma
     zf_status st = zf_meta_open_doc(key, text, len, &doc, err);
     if (st != ZF_OK)
         return st;
-    yajl_val zf = zf_json_get(doc, "zarr_format");
-    int64_t n;
-    if (!zf) {
-        st = ZF_FIELD_FAIL(err, key, "zarr_format", "missing");
-    } else if (zf_json_int64(zf, &n) && n == 3) {
-        *format = ZF_FORMAT_V3;
-    } else if (YAJL_IS_STRING(zf) && strcmp(zf->u.string, URI_DRAFT_2020) == 0) {
-        *format = ZF_FORMAT_V3_DRAFT_2020;
-        st = entry_point(key, doc, *format, err);
-    } else if (YAJL_IS_STRING(zf) && strcmp(zf->u.string, URI_DRAFT_2022) == 0) {
-        *format = ZF_FORMAT_V3_DRAFT_2022;
-        st = entry_point(key, doc, *format, err);
-    } else {
-        st = ZF_FIELD_FAIL(err, key, "zarr_format",
-                           "expected 3, \"" URI_DRAFT_2020 "\" or \"" URI_DRAFT_2022 "\"");
-    }
+    st = zf_meta_detect_doc(key, doc, format, err);
     yajl_tree_free(doc);
     return st;
 }
