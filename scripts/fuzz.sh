@@ -8,7 +8,8 @@
 #                                           # libFuzzer binaries (no fuzzing)
 #
 # Environment: ZF_FUZZ_BUILD (build directory, default build-fuzz), ZF_FUZZ_JOBS (targets run at
-# once, default 1), ZF_FUZZ_NICE (nice level, default 10), ZF_FUZZ_RSS_MB (default 2048).
+# once, default 1), ZF_FUZZ_NICE (nice level, default 10), ZF_FUZZ_RSS_MB (default 2048),
+# ZF_FUZZ_RUNS (stop each target after this many executions, or SECONDS, whichever comes first).
 # Results go to $ZF_FUZZ_BUILD/fuzz/: corpus/<target>/ (kept between runs, grown by each run),
 # artifacts/<target>/ (crash-*, leak-*, timeout-*, oom-* inputs), logs/<target>.log.
 # Exits non-zero when any target found a crash, leak, timeout or out-of-memory, naming the
@@ -36,6 +37,7 @@ case $build in /*) ;; *) build=$PWD/$build ;; esac # absolute: TMPDIR and messag
 jobs=${ZF_FUZZ_JOBS:-1}
 nicelevel=${ZF_FUZZ_NICE:-10}
 rss=${ZF_FUZZ_RSS_MB:-2048}
+runs=${ZF_FUZZ_RUNS:--1} # libFuzzer's -runs: -1 is no limit
 
 if [ ! -f "$build/build.ninja" ]; then
     CC=clang meson setup "$build" -Dfuzz=true -Dtests=disabled -Db_lundef=false \
@@ -103,7 +105,7 @@ run_one() { # target
     rm -rf "$out/artifacts/$t" # findings of earlier runs are not this run's
     mkdir -p "$out/corpus/$t" "$out/artifacts/$t" "$out/seeds/$t"
     nice -n "$nicelevel" "$build/tests/fuzz/fuzz_$t" "$out/corpus/$t" "$out/seeds/$t" \
-        -max_total_time="$secs" -timeout=10 -max_len="$(max_len_of "$t")" -rss_limit_mb="$rss" -malloc_limit_mb="$rss" \
+        -max_total_time="$secs" -runs="$runs" -timeout=10 -max_len="$(max_len_of "$t")" -rss_limit_mb="$rss" -malloc_limit_mb="$rss" \
         -dict="$(dict_of "$t")" -artifact_prefix="$out/artifacts/$t/" -print_final_stats=1 \
         -close_fd_mask=0 </dev/null >"$out/logs/$t.log" 2>&1
 }
