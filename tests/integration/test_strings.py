@@ -15,7 +15,10 @@
 * json2 and vlen-array (zarr-python 2.13): one compact JSON document per line whose json.loads
   equals the element zarr-python reads;
 * sizes: 0 in `ls -l` until a first whole read, the exact size after; `cat`, `wc -l`, `cp`,
-  Python and pandas read the whole text; writing is refused.
+  Python and pandas read the whole text; writing is refused;
+* xarray (Debian's) to_zarr: a string coordinate and a 2-D string variable equal open_zarr's;
+* 10^6 elements in 500 chunks, local and over HTTP: `ls -l` decodes no chunk, `wc -l` counts
+  them all, and the daemon's peak memory stays within cache_size + 64 MiB for 100 MB of text.
 """
 import errno
 import json
@@ -475,6 +478,113 @@ class AnnData(zfmount.TestCase):
                                    text=True, check=True)
             self.assertEqual(int(paste.stdout.split()[0]), n_obs)
             log("  anndata %s: %s equal to read_zarr" % (anndata.__version__, ", ".join(checked)))
+
+
+class Xarray(zfmount.TestCase):
+    def test_01_to_zarr_string_coordinate_and_2d_variable(self):
+        """xarray's to_zarr: object strings become |O + vlen-utf8 (text through the mount), a
+        list of str a fixed-size <U array (its raw UTF-32 layout, as before)."""
+        import xarray as xr
+        vals = np.array([[NASTY[(i * 3 + j) % len(NASTY)] for j in range(3)] for i in range(4)],
+                        dtype=object)
+        ds = xr.Dataset({"label": (("site", "band"), vals),
+                         "temp": ("site", np.array([1.5, 2.5, 3.5, 4.5]))},
+                        coords={"site": np.array(["s\u00e9 0", "s 1", "", "s\t3"], dtype=object),
+                                "band": ["red", "nir", "swir"]})
+        path = os.path.join(WORK, "xr.zarr")
+        ds.to_zarr(path, mode="w")
+        back = xr.open_zarr(path)
+        with zfmount.Mount(path) as m:
+            for name in ("site", "label"):
+                with self.subTest(variable=name):
+                    with open(m.path(name), encoding="utf-8", newline="") as f:
+                        got = f.read()
+                    want = [str(v) for v in back[name].values.ravel(order="C")]
+                    self.assertEqual(got, text_of(want))
+                    self.assertEqual(zfmount.getx(m.path(name), "user.zarr.dtype"), b"|O")
+            band = zfmount.read_all(m.path("band"))
+            want_band = np.asarray(back["band"].values)
+            self.assertEqual(band, want_band.astype(want_band.dtype.newbyteorder("<")).tobytes())
+            self.assertEqual(zfmount.read_all(m.path("temp")),
+                             np.asarray(back["temp"].values, dtype="<f8").tobytes())
+        log("  xarray to_zarr: string coordinate and 2-D string variable as text, <U as before")
+
+
+LARGE_N, LARGE_CHUNK = 1000000, 2000
+LARGE_PAD = "x" * 90  # about 100 bytes a line: 100 MB of text, more than the memory bound
+
+
+def large_value(i):
+    return "cell_%07d_%s" % (i, LARGE_PAD)
+
+
+def make_large(path):
+    g = zarr.open_group(path, mode="w")
+    a = g.create_dataset("names", shape=(LARGE_N,), chunks=(LARGE_CHUNK,), dtype=object,
+                         object_codec=numcodecs.VLenUTF8())
+    a[:] = np.array([large_value(i) for i in range(LARGE_N)], dtype=object)
+    g.create_dataset("numbers", shape=(LARGE_N,), chunks=(LARGE_CHUNK,), dtype="<i4")
+
+
+class Large(zfmount.TestCase):
+    """10^6 elements in 500 chunks, local and over HTTP (nginx): `ls -l` of the group decodes
+    nothing (the daemon's counters), `wc -l` counts every element, lines read right at both
+    ends, and the daemon's peak memory stays within cache_size + 64 MiB while 100 MB of text
+    streams through (not in sanitizer builds, whose allocators keep freed memory)."""
+    CACHE_MIB = 16
+
+    @classmethod
+    def setUpClass(cls):
+        cls.store = os.path.join(WORK, "large.zarr")
+        make_large(cls.store)
+
+    def check_mount(self, m, where):
+        stats_path = m.path(".zarrfs-stats")
+
+        def stats():
+            with open(stats_path) as f:
+                return json.load(f)
+        rss0 = m.proc_status("VmRSS")
+        s0 = stats()
+        ls = zfmount.run(["ls", "-l", m.mnt]).stdout
+        self.assertIn("names", ls)
+        self.assertEqual(os.stat(m.path("names")).st_size, 0)
+        s1 = stats()
+        self.assertEqual(s1["decode"]["chunks"], s0["decode"]["chunks"], "ls -l decoded chunks")
+        self.assertEqual(s1["cache"]["misses"], s0["cache"]["misses"], "ls -l loaded chunks")
+        wc = subprocess.run(["wc", "-l", m.path("names")], capture_output=True, text=True,
+                            check=True, timeout=zfmount.CMD_TIMEOUT)
+        self.assertEqual(int(wc.stdout.split()[0]), LARGE_N)
+        size = os.stat(m.path("names")).st_size
+        self.assertEqual(size, sum(len(large_value(i)) + 1 for i in range(LARGE_N)))
+        with open(m.path("names"), "rb") as f:
+            self.assertEqual(f.readline().decode(), large_value(0) + "\n")
+            line = len(large_value(0)) + 1  # every line has the same length
+            f.seek(line * 654321)
+            self.assertEqual(f.readline().decode(), large_value(654321) + "\n")
+            f.seek(size - line)
+            self.assertEqual(f.read().decode(), large_value(LARGE_N - 1) + "\n")
+        if not zfmount.sanitized_build():
+            hwm = m.proc_status("VmHWM")
+            bound = (self.CACHE_MIB + 64) * 1024
+            self.assertLessEqual(hwm - rss0, bound,
+                                 "%s: peak RSS grew %d kB reading %d MB of text (bound %d kB)"
+                                 % (where, hwm - rss0, size >> 20, bound))
+            log("  %s: peak RSS +%d MiB for %d MiB of text" % (where, (hwm - rss0) >> 10,
+                                                              size >> 20))
+
+    def test_01_local(self):
+        with zfmount.Mount(self.store, options=["cache_size=%dM" % self.CACHE_MIB]) as m:
+            self.check_mount(m, "local")
+        log("  10^6 elements: ls -l decodes nothing, wc -l, lines at both ends")
+
+    def test_02_http(self):
+        import remote_servers as rs
+        with rs.Nginx(WORK, autoindex=True) as ng:
+            with zfmount.Mount(ng.url("large.zarr"),
+                               options=["cache_size=%dM" % self.CACHE_MIB]) as m:
+                self.check_mount(m, "HTTP")
+        log("  the same over HTTP (nginx)")
 
 
 if __name__ == "__main__":
