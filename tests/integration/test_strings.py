@@ -16,6 +16,8 @@
   equals the element zarr-python reads;
 * sizes: 0 in `ls -l` until a first whole read, the exact size after; `cat`, `wc -l`, `cp`,
   Python and pandas read the whole text; writing is refused;
+* every store: a zip archive (zarr's ZipStore), kerchunk references, nginx with the disk cache
+  (the second mount served from it), s3rver;
 * xarray (Debian's) to_zarr: a string coordinate and a 2-D string variable equal open_zarr's;
 * 10^6 elements in 500 chunks, local and over HTTP: `ls -l` decodes no chunk, `wc -l` counts
   them all, and the daemon's peak memory stays within cache_size + 64 MiB for 100 MB of text.
@@ -478,6 +480,78 @@ class AnnData(zfmount.TestCase):
                                    text=True, check=True)
             self.assertEqual(int(paste.stdout.split()[0]), n_obs)
             log("  anndata %s: %s equal to read_zarr" % (anndata.__version__, ", ".join(checked)))
+
+
+STORE_ARRAYS = ["nasty", "none", "missing_empty", "mC_blosc", "mF_zlib", "big"]
+
+
+class Stores(zfmount.TestCase):
+    """The same vlen-utf8 arrays (zarr-python 2.13) from every store: a zip archive (zarr's
+    ZipStore), a kerchunk reference file (version 1, inline metadata, chunks by path), nginx
+    with the disk cache (a first and a second mount, the second from the cache), s3rver. Each
+    text equals zarr-python's read of the directory."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.src = os.path.join(WORK, "z2.zarr")
+        cls.want = {n: text_of(zarr.open_array(os.path.join(cls.src, n), mode="r")[...]
+                               .ravel(order="C")) for n in STORE_ARRAYS}
+
+    def check(self, m, where):
+        for name in STORE_ARRAYS:
+            with self.subTest(store=where, array=name):
+                with open(m.path(name), encoding="utf-8", newline="") as f:
+                    self.assertEqual(f.read(), self.want[name])
+        log("  %s: %d string arrays equal zarr-python's" % (where, len(STORE_ARRAYS)))
+
+    def test_01_zip(self):
+        path = os.path.join(WORK, "z2.zip")
+        zs = zarr.ZipStore(path, mode="w")
+        zarr.copy_store(zarr.DirectoryStore(self.src), zs)
+        zs.close()
+        with zfmount.Mount(path) as m:
+            self.check(m, "zip")
+
+    def test_02_references(self):
+        refs = {}
+        for root, _dirs, files in os.walk(self.src):
+            for f in files:
+                p = os.path.join(root, f)
+                key = os.path.relpath(p, self.src)
+                if key.split("/")[0] not in STORE_ARRAYS + [".zgroup"]:
+                    continue
+                if f.startswith("."):
+                    with open(p) as fh:
+                        refs[key] = fh.read()
+                else:
+                    refs[key] = [p]
+        path = os.path.join(WORK, "z2.refs.json")
+        with open(path, "w") as f:
+            json.dump({"version": 1, "refs": refs}, f)
+        with zfmount.Mount(path) as m:
+            self.check(m, "references")
+
+    def test_03_http_disk_cache(self):
+        import remote_servers as rs
+        cache = os.path.join(WORK, "dcache")
+        with rs.Nginx(WORK, autoindex=True) as ng:
+            for run in ("first", "second"):
+                with zfmount.Mount(ng.url("z2.zarr"), options=["disk_cache=" + cache]) as m:
+                    self.check(m, "HTTP + disk cache, %s mount" % run)
+                    if run == "second":
+                        with open(m.path(".zarrfs-stats")) as f:
+                            dc = json.load(f).get("disk_cache", {})
+                        self.assertGreater(dc.get("hits", 0), 0, dc)
+
+    def test_04_s3(self):
+        import remote_servers as rs
+        with rs.S3rver(["strings"]) as s3:
+            s3.client().upload_tree(self.src, "strings", "z2.zarr")
+            with rs.aws_env(AWS_ACCESS_KEY_ID="S3RVER", AWS_SECRET_ACCESS_KEY="S3RVER"):
+                with zfmount.Mount("s3://strings/z2.zarr",
+                                   options=["endpoint=" + s3.endpoint(),
+                                            "region=us-east-1"]) as m:
+                    self.check(m, "S3 (s3rver)")
 
 
 class Xarray(zfmount.TestCase):
