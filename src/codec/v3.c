@@ -477,6 +477,8 @@ static const struct {
     {"https://codec.zarrs.dev/array_to_array/bitround", "bitround"},
     {"https://codec.zarrs.dev/array_to_bytes/bitround", "bitround"},
     {"https://codec.zarrs.dev/bytes_to_bytes/fletcher32", "numcodecs.fletcher32"},
+    {"https://codec.zarrs.dev/array_to_bytes/vlen_utf8", "vlen-utf8"},
+    {"https://codec.zarrs.dev/array_to_bytes/vlen_bytes", "vlen-bytes"},
 };
 
 /* e->id for a v3 name: the name, or the name it is an alias of. */

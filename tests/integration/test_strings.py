@@ -554,6 +554,80 @@ class Stores(zfmount.TestCase):
                     self.check(m, "S3 (s3rver)")
 
 
+def write_v3_string_array(root, name, data_type, codec, shape, chunks, values, fill="",
+                          missing=()):
+    """A v3 array of variable-length elements as the v3 spec and the zarr-extensions registry
+    define it (data type `string`/`bytes`, the vlen codec, zstd), each chunk numcodecs' encoding
+    (the vlen-utf8 and vlen-bytes formats are numcodecs'); chunks in `missing` not written."""
+    import itertools
+    d = os.path.join(root, name)
+    os.makedirs(d)
+    with open(os.path.join(d, "zarr.json"), "w") as f:
+        json.dump({"zarr_format": 3, "node_type": "array", "shape": list(shape),
+                   "data_type": data_type,
+                   "chunk_grid": {"name": "regular",
+                                  "configuration": {"chunk_shape": list(chunks)}},
+                   "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+                   "fill_value": fill,
+                   "codecs": [{"name": codec},
+                              {"name": "zstd", "configuration": {"level": 1, "checksum": False}}]},
+                  f)
+    arr = np.array(values, dtype=object).reshape(shape)
+    enc = numcodecs.VLenBytes() if data_type in ("bytes", "variable_length_bytes") \
+        else numcodecs.VLenUTF8()
+    grid = [range(-(-s // c)) for s, c in zip(shape, chunks)]
+    for idx in itertools.product(*grid):
+        if idx in missing:
+            continue
+        sl = tuple(slice(i * c, (i + 1) * c) for i, c in zip(idx, chunks))
+        block = np.full(chunks, fill.encode() if enc.codec_id == "vlen-bytes" else fill,
+                        dtype=object)
+        part = arr[sl]
+        block[tuple(slice(0, n) for n in part.shape)] = part
+        p = os.path.join(d, "c", *map(str, idx))
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(numcodecs.Zstd(level=1).encode(enc.encode(block.ravel(order="C"))))
+    return arr
+
+
+class V3Strings(zfmount.TestCase):
+    """v3 `string` (and zarr-python 3.1's `variable_length_utf8`) with vlen-utf8 + zstd, 1-D
+    with a missing chunk and 2-D with edge chunks; zarrs' names for the vlen codecs
+    (https://codec.zarrs.dev/array_to_bytes/vlen_utf8, .../vlen_bytes). The expected text is
+    computed here from the values."""
+
+    def test_01_v3_string_arrays(self):
+        root = os.path.join(WORK, "v3strings.zarr")
+        os.makedirs(root)
+        with open(os.path.join(root, "zarr.json"), "w") as f:
+            json.dump({"zarr_format": 3, "node_type": "group", "attributes": {}}, f)
+        vals = NASTY + ["eleven", "twelve"]
+        want = {}
+        a = write_v3_string_array(root, "s", "string", "vlen-utf8", (12,), (4,), vals,
+                                  missing={(1,)})
+        a[4:8] = ""
+        want["s"] = text_of(a.ravel())
+        a = write_v3_string_array(root, "s2", "variable_length_utf8", "vlen-utf8", (3, 4),
+                                  (2, 3), vals)
+        want["s2"] = text_of(a.ravel())
+        a = write_v3_string_array(root, "zs", "string",
+                                  "https://codec.zarrs.dev/array_to_bytes/vlen_utf8", (5,), (2,),
+                                  vals[:5])
+        want["zs"] = text_of(a.ravel())
+        bvals = [b"\x00a", b"plain", b"\xff\xfe", b"tab\t"]
+        write_v3_string_array(root, "zb", "bytes",
+                              "https://codec.zarrs.dev/array_to_bytes/vlen_bytes", (4,), (3,),
+                              bvals)
+        want["zb"] = "".join(bytes_line(v) + "\n" for v in bvals)
+        with zfmount.Mount(root) as m:
+            for name, text in want.items():
+                with self.subTest(array=name):
+                    with open(m.path(name), encoding="utf-8", newline="") as f:
+                        self.assertEqual(f.read(), text)
+        log("  v3 string / variable_length_utf8 / zarrs' vlen names: %d arrays" % len(want))
+
+
 class Xarray(zfmount.TestCase):
     def test_01_to_zarr_string_coordinate_and_2d_variable(self):
         """xarray's to_zarr: object strings become |O + vlen-utf8 (text through the mount), a
