@@ -8,7 +8,7 @@
 # (python3-anndata; xarray and msgpack for the writers still to test).
 ZF_DEPS="meson ninja-build pkg-config gcc libfuse3-dev fuse3 libyajl-dev zlib1g-dev libdeflate-dev liblz4-dev
 libzstd-dev libblosc-dev libbz2-dev liblzma-dev check python3-zarr python3-numcodecs
-python3-numpy attr groff-base man-db systemd mount util-linux libcurl4-openssl-dev libxml2-dev libzip-dev zip python3-vtk9
+python3-numpy attr groff-base man-db systemd mount util-linux libcurl4-openssl-dev libxml2-dev libzip-dev libmsgpack-dev zip python3-vtk9
 nginx-light openssl curl iproute2 python3-fsspec python3-aiohttp python3-h5py python3-netcdf4 python3-jinja2
 python3-gdal python3-anndata python3-xarray python3-msgpack"
 # scripts/fuzz.sh: clang 14 with its libFuzzer, ASan and UBSan runtimes.

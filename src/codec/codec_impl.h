@@ -138,6 +138,7 @@ bool zf_codec_transpose_order(const zf_codec *c, unsigned *ndim, unsigned *order
 zf_status zf_codec_vlen_utf8_new(yajl_val cfg, zf_codec **out, zf_err *err);
 zf_status zf_codec_vlen_bytes_new(yajl_val cfg, zf_codec **out, zf_err *err);
 zf_status zf_codec_json2_new(yajl_val cfg, zf_codec **out, zf_err *err);
+zf_status zf_codec_msgpack2_new(yajl_val cfg, zf_codec **out, zf_err *err);
 zf_status zf_codec_vlen_array_new(yajl_val cfg, zf_codec **out, zf_err *err);
 
 /* What vlen-utf8 and vlen-bytes share (text.c). resolve: the decoded type must be an object

@@ -37,6 +37,7 @@ static const struct {
     {"vlen-bytes", zf_codec_vlen_bytes_new},
     {"json2", zf_codec_json2_new},
     {"vlen-array", zf_codec_vlen_array_new},
+    {"msgpack2", zf_codec_msgpack2_new},
 };
 
 static const struct {
@@ -44,7 +45,6 @@ static const struct {
 } unsupported[] = {
     {"json", "object arrays"},
     {"msgpack", "object arrays"},
-    {"msgpack2", "object arrays"},
     {"pickle", "object arrays"},
     {"zfpy", "zfp compression"},
     {"pcodec", "pcodec compression"},

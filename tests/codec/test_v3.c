@@ -485,9 +485,9 @@ START_TEST(test_chain_order_and_names)
     ck_assert_str_eq(msg, "codec \"zfp\" is not supported");
     ck_assert_int_eq(v3_status("[{\"name\": \"numcodecs.zfpy\"}]", &r, msg), ZF_ERR_UNSUPPORTED);
     ck_assert_str_eq(msg, "codec \"numcodecs.zfpy\" is not supported (zfp compression)");
-    snprintf(json, sizeof json, "[%s, {\"name\": \"numcodecs.msgpack2\"}]", le);
+    snprintf(json, sizeof json, "[%s, {\"name\": \"numcodecs.pickle\"}]", le);
     ck_assert_int_eq(v3_status(json, &r, msg), ZF_ERR_UNSUPPORTED);
-    ck_assert_str_eq(msg, "codec \"numcodecs.msgpack2\" is not supported (object arrays)");
+    ck_assert_str_eq(msg, "codec \"numcodecs.pickle\" is not supported (object arrays)");
     /* vlen-utf8 is an array -> bytes codec of variable-length (object) elements only */
     snprintf(json, sizeof json, "[%s, {\"name\": \"numcodecs.vlen-utf8\"}]", le);
     ck_assert_int_eq(v3_status(json, &r, msg), ZF_ERR_INVALID);

@@ -390,6 +390,51 @@ class JsonLines(zfmount.TestCase):
             v[:5] = [x.astype(dt) for x in vals]
             v[5] = np.array([], dtype=dt)
             a[:5] = v[:5]
+        # msgpack2 (numcodecs MsgPack): the json2 elements, floats Python writes in many forms,
+        # bytes; float32 packing too (use_single_float). (Maps with keys other than strings: Python
+        # msgpack will not unpack them, strict_map_key.)
+        cls.MSG = cls.ELEMS + [1.0, 1e16, 1.5e-5, 0.1, -0.0, 123456789.125, float("inf"),
+                               2 ** 64 - 1, -2 ** 63,
+                               b"\x00\xffok", {"b": b"\n"}]
+        for name, single in (("mp", False), ("mp_single", True)):
+            a = g.create_dataset(name, shape=(len(cls.MSG) + 3,), chunks=(7,), dtype=object,
+                                 object_codec=numcodecs.MsgPack(use_single_float=single),
+                                 fill_value=None)
+            v = np.empty(len(cls.MSG), dtype=object)
+            v[:] = cls.MSG
+            a[:len(cls.MSG)] = v
+        a = g.create_dataset("mp2", shape=(3, 4), chunks=(2, 3), dtype=object,
+                             object_codec=numcodecs.MsgPack(), compressor=numcodecs.Zstd())
+        v = np.empty((3, 4), dtype=object)
+        v[:] = [["r%dc%d" % (i, j) if j % 2 else [i, j] for j in range(4)] for i in range(3)]
+        a[:] = v
+
+    def msgpack_line(self, v):
+        """The line zarrfs must show for element v: Python's compact JSON (floats by repr), bytes
+        as the string of their vlen-bytes line, map keys as json.dumps makes them."""
+        def conv(x):
+            if isinstance(x, bytes):
+                return bytes_line(x)
+            if isinstance(x, list):
+                return [conv(y) for y in x]
+            if isinstance(x, dict):
+                return {k: conv(y) for k, y in x.items()}
+            return x
+        return json.dumps(conv(v), separators=(",", ":"), ensure_ascii=False) \
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+    def test_04_msgpack2_equals_python(self):
+        with zfmount.Mount(self.store) as m:
+            for name in ("mp", "mp_single", "mp2"):
+                with self.subTest(array=name):
+                    z = zarr.open_array(os.path.join(self.store, name), mode="r")
+                    want = [self.msgpack_line(x) for x in z[...].ravel(order="C")]
+                    got = zfmount.read_all(m.path(name)).decode("utf-8")
+                    self.assertTrue(got.endswith("\n"))
+                    self.assertEqual(got[:-1].split("\n"), want)
+            self.assertIn(b"msgpack2", os.getxattr(m.path("mp"), "user.zarr.text"))
+        log("  msgpack2: %d elements (floats as repr, bytes, map keys), float32, 2-D equal "
+            "Python's JSON of zarr-python's read" % len(self.MSG))
 
     def check(self, m, name):
         z = zarr.open_array(os.path.join(self.store, name), mode="r")
@@ -434,8 +479,13 @@ class JsonLines(zfmount.TestCase):
         with open(os.path.join(path, "v", "1"), "r+b") as f:
             f.seek(4)
             f.write((7).to_bytes(4, "little"))  # 7 bytes: not a whole number of int32
+        c = g.create_dataset("m", shape=(4,), chunks=(2,), dtype=object, compressor=None,
+                             object_codec=numcodecs.MsgPack())
+        c[:] = np.array(["a", "b", "c", "d"], dtype=object)
+        with open(os.path.join(path, "m", "1"), "wb") as f:  # an array of 2^32 - 1 elements
+            f.write(b"\xdd\xff\xff\xff\xff\xa1c")
         with zfmount.Mount(path) as m:
-            for name, codec in (("j", "json2"), ("v", "vlen-array")):
+            for name, codec in (("j", "json2"), ("v", "vlen-array"), ("m", "msgpack2")):
                 self.assertErrno(errno.EIO, zfmount.read_all, m.path(name))
                 self.assertIn(codec, m.stderr_text())
             self.assertTrue(m.alive())
