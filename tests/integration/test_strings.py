@@ -678,6 +678,29 @@ class V3Strings(zfmount.TestCase):
         log("  v3 string / variable_length_utf8 / zarrs' vlen names: %d arrays" % len(want))
 
 
+class ZarrsData(zfmount.TestCase):
+    """zarrs' own test data (tests/fixtures/zarrs-test-data): v3/cities.zarr, 47,868 names, equals
+    the cities.csv it was written from; zarr-python 3.0.1's v2 string arrays with fill values 0
+    and null (a missing chunk) equal zarr-python 2.13's read."""
+
+    def test_01_cities_and_fill_values(self):
+        import pandas
+        root = os.path.join(zfmount.FIXTURES, "zarrs-test-data")
+        cities = list(pandas.read_csv(os.path.join(root, "cities.csv"), header=None,
+                                      keep_default_na=False)[0])
+        self.assertEqual(len(cities), 47868)
+        with zfmount.Mount(os.path.join(root, "v3", "cities.zarr")) as m:
+            with open(m.path("cities"), encoding="utf-8", newline="") as f:  # a root array
+                self.assertEqual(f.read(), text_of(cities))
+        for name in ("str_v2_fv_0.zarr", "str_v2_fv_null.zarr"):
+            path = os.path.join(root, "zarr_python_compat", name)
+            want = text_of(zarr.open_array(path, mode="r")[...])
+            with self.subTest(array=name), zfmount.Mount(path) as m:
+                with open(m.path(name[:-len(".zarr")]), encoding="utf-8", newline="") as f:
+                    self.assertEqual(f.read(), want)
+        log("  zarrs' cities.zarr (%d names) and zarr-python 3's v2 fill values" % len(cities))
+
+
 class Xarray(zfmount.TestCase):
     def test_01_to_zarr_string_coordinate_and_2d_variable(self):
         """xarray's to_zarr: object strings become |O + vlen-utf8 (text through the mount), a
