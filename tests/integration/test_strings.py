@@ -145,6 +145,15 @@ class ZarrPython(zfmount.TestCase):
             df = pandas.read_csv(p, header=None, sep="\t", quoting=3, na_values=["\\N"],
                                  keep_default_na=False)
             self.assertEqual(list(df[0]), ["cell_%06d" % i for i in range(20000)])
+            sh = subprocess.run(
+                "grep -c '^cell_0123' %s; sort -r %s | head -n 1; cut -c6-8 %s | head -n 3 | "
+                "tr '\\n' ,; paste %s %s | head -n 2" % (p, p, p, p, m.path("nasty")),
+                shell=True, capture_output=True, text=True, check=True,
+                timeout=zfmount.CMD_TIMEOUT).stdout.split("\n")
+            self.assertEqual(sh[0], "100")  # cell_012300 .. cell_012399
+            self.assertEqual(sh[1], "cell_019999")
+            self.assertEqual(sh[2], "000,000,000,cell_000000\tplain")
+            self.assertEqual(sh[3], "cell_000001\twith space")
             # a reader at offset N, after the size is known: pread in the middle
             fd = os.open(p, os.O_RDONLY)
             try:
@@ -152,7 +161,8 @@ class ZarrPython(zfmount.TestCase):
             finally:
                 os.close(fd)
             self.assertErrno(errno.EROFS, os.open, p, os.O_WRONLY)
-            log("  wc -l, cp, cat, pandas.read_csv and pread read the whole text")
+            log("  wc -l, cp, cat, grep, sort, cut, paste, pandas.read_csv and pread read the "
+                "whole text")
 
     def test_03_corrupt_chunk_eio(self):
         store = os.path.join(WORK, "z2.zarr")
