@@ -267,6 +267,26 @@ def numcodecs_seeds(root):
             put("codec_v2", header.encode() + compact(chain).encode() + b"\0" + read(enc))
 
 
+def object_codec_seeds():
+    """Chunks of object arrays for codec_v2, written by Debian's numcodecs (the fixture keeps no
+    encoded chunks of object codecs): strings, None, numbers, nested values, 1-D and 2-D."""
+    import numcodecs
+    strs = np.array(["a", "", "caf\u00e9", "tab\there", None, "x" * 40], dtype=object)
+    mixed = np.array([None, 1, -2.5, "s", [1, [2.5, None]], {"k": "v"}, True, b"\x00\xff"],
+                     dtype=object)
+    arrays = [np.array([np.arange(3, dtype="<i4"), np.array([], dtype="<i4")], dtype=object)]
+    cases = [(numcodecs.VLenUTF8(), strs[[0, 1, 2, 3, 5]]), (numcodecs.VLenBytes(),
+             np.array([b"\x00", b"", b"\xff\xfe"], dtype=object)),
+             (numcodecs.JSON(), mixed[:7]), (numcodecs.MsgPack(), mixed),
+             (numcodecs.MsgPack(use_single_float=True), mixed[:4]),
+             (numcodecs.MsgPack(), mixed[:6].reshape(2, 3)),
+             (numcodecs.VLenArray("<i4"), arrays[0])]
+    for codec, a in cases:
+        header = "|O %s\n" % ",".join(str(n) for n in a.shape)
+        cfg = [codec.get_config(), None]
+        put("codec_v2", header.encode() + compact(cfg).encode() + b"\0" + codec.encode(a))
+
+
 # ---- shards (fuzz_shard.c's table) ------------------------------------------------------------
 
 def crc32c(data):
@@ -474,6 +494,7 @@ def main():
     for t in v3_trees:
         v3_tree(t)
     numcodecs_seeds(os.path.join(td, "numcodecs-fixture"))
+    object_codec_seeds()
     shard_seeds()
     keys = []
     for t in v2_trees[:2] + v3_trees:
