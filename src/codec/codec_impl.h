@@ -169,6 +169,10 @@ zf_status zf_vlen_decode_text(const char *name, const zf_chunk_repr *decoded, co
  * line splitters such as Python's splitlines() break at, as \u escapes), malloc'd in *line,
  * *len bytes. Errors: ZF_ERR_NOMEM. */
 zf_status zf_text_json_line(yajl_val v, char **line, size_t *len);
+/* fill_text of the JSON Lines codecs (json2, msgpack2, vlen-array): the fill value's compact JSON
+ * line (null for None, zarr-python's default 0, any JSON value as it is). */
+zf_status zf_text_json_fill(const zf_codec *c, yajl_val fill, char **line, size_t *len,
+                            zf_err *err);
 
 /* Strict UTF-8 as Python decodes it (no overlong forms, surrogates or code points past
  * U+10FFFF): zf_text_valid_utf8 for s[0..n); zf_text_utf8_seq the length (1..4) of the valid

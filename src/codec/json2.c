@@ -120,15 +120,6 @@ out:
     return st;
 }
 
-/* The fill value's compact JSON: null for None (zarr-python's fill_value null), 0 for its
- * default, any JSON value as it is. */
-static zf_status json2_fill_text(const zf_codec *c, yajl_val fill, char **line, size_t *len,
-                                 zf_err *err)
-{
-    (void)c, (void)err;
-    return zf_text_json_line(fill, line, len);
-}
-
 static const zf_codec_ops json2_ops = {
     .name = "json2",
     .kind = ZF_CODEC_ARRAY_TO_BYTES,
@@ -136,7 +127,7 @@ static const zf_codec_ops json2_ops = {
     .decode = zf_vlen_decode,
     .destroy = zf_codec_destroy_plain,
     .decode_text = json2_decode_text,
-    .fill_text = json2_fill_text,
+    .fill_text = zf_text_json_fill,
 };
 
 zf_status zf_codec_json2_new(yajl_val cfg, zf_codec **out, zf_err *err)

@@ -433,14 +433,6 @@ out:
     return st;
 }
 
-/* The fill value's compact JSON, as for json2: null for None, 0 for zarr-python's default. */
-static zf_status msgpack2_fill_text(const zf_codec *c, yajl_val fill, char **line, size_t *len,
-                                    zf_err *err)
-{
-    (void)c, (void)err;
-    return zf_text_json_line(fill, line, len);
-}
-
 static const zf_codec_ops msgpack2_ops = {
     .name = "msgpack2",
     .kind = ZF_CODEC_ARRAY_TO_BYTES,
@@ -448,7 +440,7 @@ static const zf_codec_ops msgpack2_ops = {
     .decode = zf_vlen_decode,
     .destroy = zf_codec_destroy_plain,
     .decode_text = msgpack2_decode_text,
-    .fill_text = msgpack2_fill_text,
+    .fill_text = zf_text_json_fill,
 };
 
 zf_status zf_codec_msgpack2_new(yajl_val cfg, zf_codec **out, zf_err *err)

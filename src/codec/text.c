@@ -316,3 +316,10 @@ zf_status zf_text_json_line(yajl_val v, char **line, size_t *len)
     *len = o;
     return ZF_OK;
 }
+
+zf_status zf_text_json_fill(const zf_codec *c, yajl_val fill, char **line, size_t *len,
+                            zf_err *err)
+{
+    (void)c, (void)err;
+    return zf_text_json_line(fill, line, len);
+}

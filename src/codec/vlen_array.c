@@ -92,15 +92,6 @@ static zf_status vlen_array_decode_text(const zf_codec *c, const zf_chunk_repr *
                                 "a whole number of values", out, err);
 }
 
-/* zarr-python's default fill value of object arrays, 0, and null (None) as their JSON; a list
- * of numbers as it is. */
-static zf_status vlen_array_fill_text(const zf_codec *c, yajl_val fill, char **line, size_t *len,
-                                      zf_err *err)
-{
-    (void)c, (void)err;
-    return zf_text_json_line(fill, line, len);
-}
-
 static const zf_codec_ops vlen_array_ops = {
     .name = "vlen-array",
     .kind = ZF_CODEC_ARRAY_TO_BYTES,
@@ -108,7 +99,7 @@ static const zf_codec_ops vlen_array_ops = {
     .decode = zf_vlen_decode,
     .destroy = zf_codec_destroy_plain,
     .decode_text = vlen_array_decode_text,
-    .fill_text = vlen_array_fill_text,
+    .fill_text = zf_text_json_fill, /* 0, null, a list of numbers as it is */
 };
 
 zf_status zf_codec_vlen_array_new(yajl_val cfg, zf_codec **out, zf_err *err)
