@@ -26,6 +26,7 @@ import errno
 import json
 import math
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -245,7 +246,9 @@ class Mount:
             try:
                 status = self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                log("  [harness] daemon %d still running 10 s after unmount: SIGTERM" % self.pid)
+                log("  [harness] daemon %d still running 10 s after unmount: its threads, then "
+                    "SIGTERM" % self.pid)
+                self.dump_threads()
                 self._signal(signal.SIGTERM)
                 try:
                     status = self.proc.wait(timeout=5)
@@ -269,6 +272,24 @@ class Mount:
             self.dump_stderr("daemon exit status %s, unmount: %s" % (status, how))
         self._cleanup_files()
         return status, how
+
+    def dump_threads(self):
+        """Log where each thread of the daemon is (gdb's backtraces), when gdb is there: a daemon
+        that does not exit after its unmount names what it waits for."""
+        gdb = shutil.which("gdb")
+        if not gdb or not self.alive():
+            return
+        try:
+            r = subprocess.run([gdb, "-p", str(self.pid), "-batch", "-nx", "-ex",
+                                "thread apply all bt 12"], capture_output=True, text=True,
+                               timeout=60)
+            out = [l for l in r.stdout.splitlines() if l.startswith(("Thread ", "#"))]
+        except (OSError, subprocess.SubprocessError) as e:
+            out = ["gdb failed: %s" % e]
+        log("  ---- zarrfs threads (%s, pid %d; gdb) ----" % (self.label, self.pid))
+        for line in out[:400]:
+            log("  | " + line)
+        log("  ---- end of zarrfs threads ----")
 
     def _signal(self, sig):
         try:
