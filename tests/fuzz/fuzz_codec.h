@@ -54,7 +54,7 @@ static bool fz_codec_input_parse(const uint8_t *data, size_t size, fz_codec_inpu
 /* Codecs whose decode(encode(x)) legitimately differs from x (numcodecs' lossy filters, a
  * float delta's rounding, categorize's unknown values, packbits of other than booleans), looked for in nested shards too; and
  * any chain whose configuration has an "astype" (a delta computed in a narrower type wraps) or a
- * delta with a float or complex dtype of its own (fz_codec_run). */
+ * delta with a float, complex or boolean dtype of its own (fz_codec_run). */
 static bool fz_chain_is_lossy(const zf_codec_chain *chain, const zf_chunk_repr *decoded)
 {
     static const char *const lossy[] = {"quantize", "bitround", "fixedscaleoffset", "astype",
@@ -114,9 +114,11 @@ static void fz_codec_run_text(const zf_array_meta *a, const fz_codec_input *in)
 static void fz_codec_run(const zf_node_meta *m, const fz_codec_input *in)
 {
     bool lossy_config = memmem(in->codecs, in->codecs_n, "astype", 6) != NULL;
-    /* a delta whose own dtype is a float or complex (it need not be the array's) */
+    /* a delta whose own dtype is a float or complex (it need not be the array's), or boolean
+     * (numcodecs' decode, a cumulative sum in booleans, is a running OR: [1, 0, 1] encodes to
+     * [1, 1, 1] and decodes to [1, 1, 1]; zarrfs does as numcodecs does) */
     static const char *const float_types[] = {"f2\"", "f4\"", "f8\"", "float", "c8\"", "c16\"",
-                                              "complex"};
+                                              "complex", "b1\"", "bool"};
     if (memmem(in->codecs, in->codecs_n, "delta", 5))
         for (size_t i = 0; i < sizeof float_types / sizeof float_types[0]; i++)
             lossy_config |= memmem(in->codecs, in->codecs_n, float_types[i],
