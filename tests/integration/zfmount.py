@@ -144,6 +144,25 @@ def unmount_path(mnt):
     return "FAILED"
 
 
+def dump_threads(pid, label):
+    """Log where each thread of daemon pid is (gdb's backtraces), when gdb is there: a daemon that
+    does not exit when it should names what it waits for."""
+    gdb = shutil.which("gdb")
+    if not gdb:
+        return
+    try:
+        r = subprocess.run([gdb, "-p", str(pid), "-batch", "-nx", "-ex",
+                            "thread apply all bt 12"], capture_output=True, text=True,
+                           timeout=60)
+        out = [l for l in r.stdout.splitlines() if l.startswith(("Thread ", "#"))]
+    except (OSError, subprocess.SubprocessError) as e:
+        out = ["gdb failed: %s" % e]
+    log("  ---- zarrfs threads (%s, pid %d; gdb) ----" % (label, pid))
+    for line in out[:400]:
+        log("  | " + line)
+    log("  ---- end of zarrfs threads ----")
+
+
 class MountError(Exception):
     def __init__(self, msg, status=None, stderr=""):
         super().__init__(msg)
@@ -274,22 +293,8 @@ class Mount:
         return status, how
 
     def dump_threads(self):
-        """Log where each thread of the daemon is (gdb's backtraces), when gdb is there: a daemon
-        that does not exit after its unmount names what it waits for."""
-        gdb = shutil.which("gdb")
-        if not gdb or not self.alive():
-            return
-        try:
-            r = subprocess.run([gdb, "-p", str(self.pid), "-batch", "-nx", "-ex",
-                                "thread apply all bt 12"], capture_output=True, text=True,
-                               timeout=60)
-            out = [l for l in r.stdout.splitlines() if l.startswith(("Thread ", "#"))]
-        except (OSError, subprocess.SubprocessError) as e:
-            out = ["gdb failed: %s" % e]
-        log("  ---- zarrfs threads (%s, pid %d; gdb) ----" % (self.label, self.pid))
-        for line in out[:400]:
-            log("  | " + line)
-        log("  ---- end of zarrfs threads ----")
+        if self.alive():
+            dump_threads(self.pid, self.label)
 
     def _signal(self, sig):
         try:
