@@ -217,7 +217,7 @@ static zf_status decode_chunk(zf_array *a, const char *what, zf_bytes *raw, void
     zf_bytes_free(raw);
     if (st != ZF_OK) {
         n_failed++;
-        free(out);
+        zf_free_bulk(out, a->chunk_nbytes);
         return zf_fail(err, st == ZF_ERR_NOMEM ? st : ZF_ERR_CORRUPT, "%s: %s", what,
                        derr.msg[0] ? derr.msg : zf_status_str(st));
     }

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "zarrfs/cache.h"
+#include "zarrfs/mem.h"
 
 #define ABSENT_COST 64
 
@@ -102,7 +103,7 @@ static void table_remove(zf_cache *c, zf_cache_entry *e)
 static void entry_free(zf_cache_entry *e)
 {
     pthread_mutex_destroy(&e->lock);
-    free(e->data);
+    zf_free_bulk(e->data, e->size); /* a decoded chunk's buffer serves the next decode */
     free(e->record);
     free(e->msg);
     free(e);
@@ -246,7 +247,7 @@ zf_status zf_cache_get(zf_cache *c, uint64_t array_id, uint64_t chunk, zf_cache_
         c->bytes += cost(e);
         st = ZF_OK;
     } else {
-        free(data);
+        zf_free_bulk(data, size);
         free(record);
         e->state = FAILED;
         e->status = st;
@@ -333,7 +334,7 @@ void zf_cache_entry_set_data(zf_cache *c, zf_cache_entry *e, void *data, size_t 
 {
     pthread_mutex_lock(&c->mu);
     c->bytes -= cost(e); /* an orphan still counts until its last pin goes */
-    free(e->data);
+    zf_free_bulk(e->data, e->size);
     e->data = data;
     e->size = size;
     c->bytes += cost(e);

@@ -24,6 +24,7 @@
 #include "hierarchy_impl.h"
 #include "zarrfs/json.h"
 #include "zarrfs/log.h"
+#include "zarrfs/mem.h"
 
 /* Threads storing written chunks (at least; remote stores: as many as requests). */
 #define WRITEBACK_THREADS 8
@@ -1139,6 +1140,7 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
     zf_cache_get_stats(h->cache, &c);
     zf_array_get_decode_stats(&d);
     zf_store_get_stats(h->store, &s);
+    zf_mem_stats m = zf_mem_get_stats();
     char dc[512]; /* the disk cache's counters, when there is one */
     zf_store_disk_cache_json(h->store, dc, sizeof dc);
     char *out;
@@ -1153,6 +1155,7 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
                      "\"store\": {\"requests\": %llu, \"bytes_fetched\": %llu, "
                      "\"retries\": %llu, \"errors\": %llu, \"writes\": %llu, "
                      "\"bytes_written\": %llu}, "
+                     "\"buffers\": {\"fresh\": %llu, \"reused\": %llu, \"kept_bytes\": %zu}, "
                      "\"replies_failed\": %llu%s}\n",
                      (unsigned long long)c.hits, (unsigned long long)c.misses,
                      (unsigned long long)c.evictions, c.bytes, c.entries,
@@ -1166,6 +1169,7 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
                      (unsigned long long)s.requests, (unsigned long long)s.bytes,
                      (unsigned long long)s.retries, (unsigned long long)s.errors,
                      (unsigned long long)s.writes, (unsigned long long)s.bytes_written,
+                     (unsigned long long)m.fresh, (unsigned long long)m.reused, m.pooled_bytes,
                      (unsigned long long)replies_failed, dc);
     return n < 0 ? NULL : out;
 }

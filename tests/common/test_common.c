@@ -8,6 +8,7 @@
 
 #include "zarrfs/dtype.h"
 #include "zarrfs/json.h"
+#include "zarrfs/mem.h"
 #include "zarrfs/pool.h"
 
 #include "../check_main.h"
@@ -265,5 +266,50 @@ START_TEST(pool_cancel)
 }
 END_TEST
 
+/* Buffers of zf_alloc_bulk given back with their size serve the next request of that size;
+ * other sizes, other buffers and more than the bound are freed, not kept. */
+START_TEST(bulk_buffers_recycled)
+{
+    const size_t mib = 1u << 20, n = 4 * mib;
+    zf_mem_trim();
+    zf_mem_stats s0 = zf_mem_get_stats();
+    uint8_t *a = zf_alloc_bulk(n);
+    ck_assert_ptr_nonnull(a);
+    memset(a, 0xab, n);
+    zf_free_bulk(a, n);
+    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, n);
+    uint8_t *b = zf_alloc_bulk(n); /* the same buffer, as it was left */
+    ck_assert_ptr_eq(b, a);
+    ck_assert_uint_eq(b[n - 1], 0xab);
+    ck_assert_uint_eq(zf_mem_get_stats().reused - s0.reused, 1);
+    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 0);
+    zf_free_bulk(b, n - 1); /* not the size it was made with: freed */
+    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 0);
+    uint8_t *m = malloc(n); /* not zf_alloc_bulk's: freed */
+    ck_assert_ptr_nonnull(m);
+    zf_free_bulk(m, n);
+    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 0);
+    uint8_t *small = zf_alloc_bulk(100); /* below 2 MiB: plain malloc, never kept */
+    zf_free_bulk(small, 100);
+    zf_free_bulk(NULL, n);
+    uint8_t *many[12];
+    for (int i = 0; i < 12; i++)
+        ck_assert_ptr_nonnull(many[i] = zf_alloc_bulk(n));
+    for (int i = 0; i < 12; i++)
+        zf_free_bulk(many[i], n);
+    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 32 * mib); /* the bound: 8 of 12 */
+    uint8_t *c = zf_alloc_bulk(n); /* the newest kept first */
+    ck_assert_ptr_eq(c, many[11]);
+    free(c); /* free() stays allowed */
+    uint8_t *d = zf_alloc_bulk(6 * mib); /* no kept buffer of this size */
+    ck_assert_ptr_nonnull(d);
+    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 28 * mib);
+    zf_free_bulk(d, 6 * mib); /* makes room: the oldest 4 MiB one goes */
+    ck_assert_uint_le(zf_mem_get_stats().pooled_bytes, 32 * mib);
+    zf_mem_trim();
+    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 0);
+}
+END_TEST
+
 ZF_CHECK_MAIN("common", typestr_parse, half_conversions, element_casts, json_helpers,
-              base64_and_utf32, json_bounds, pool_cancel)
+              base64_and_utf32, json_bounds, pool_cancel, bulk_buffers_recycled)
