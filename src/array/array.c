@@ -205,7 +205,7 @@ static zf_status decode_chunk(zf_array *a, const char *what, zf_bytes *raw, void
         n_decoded++;
         return ZF_OK;
     }
-    uint8_t *out = zf_alloc_bulk(a->chunk_nbytes);
+    uint8_t *out = zf_alloc_chunk(a->chunk_nbytes); /* maybe an evicted chunk's buffer */
     if (!out) {
         zf_bytes_free(raw);
         return ZF_ERR_NOMEM;
@@ -217,7 +217,7 @@ static zf_status decode_chunk(zf_array *a, const char *what, zf_bytes *raw, void
     zf_bytes_free(raw);
     if (st != ZF_OK) {
         n_failed++;
-        zf_free_bulk(out, a->chunk_nbytes);
+        zf_free_chunk(out, a->chunk_nbytes);
         return zf_fail(err, st == ZF_ERR_NOMEM ? st : ZF_ERR_CORRUPT, "%s: %s", what,
                        derr.msg[0] ? derr.msg : zf_status_str(st));
     }

@@ -16,6 +16,7 @@
 
 #include "array_impl.h"
 #include "zarrfs/log.h"
+#include "zarrfs/mem.h"
 
 static zf_status writeback(void *ctx, zf_cache_entry *e, zf_err *err);
 
@@ -398,7 +399,7 @@ static zf_status store_merged(zf_array *a, const char *key, zf_cache_entry *e,
             return st;
         bool found = st == ZF_OK;
         merge_unwritten(a, w, data, base);
-        free(base);
+        zf_free_chunk(base, found ? size : 0);
         st = store_chunk(a, key, data, true, found ? &ver : NULL, err);
         if (st != ZF_ERR_CONFLICT || attempt + 1 == MERGE_WRITE_ATTEMPTS)
             return st;

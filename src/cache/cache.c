@@ -103,7 +103,7 @@ static void table_remove(zf_cache *c, zf_cache_entry *e)
 static void entry_free(zf_cache_entry *e)
 {
     pthread_mutex_destroy(&e->lock);
-    zf_free_bulk(e->data, e->size); /* a decoded chunk's buffer serves the next decode */
+    zf_free_chunk(e->data, e->size); /* a decoded chunk's buffer serves the next decode */
     free(e->record);
     free(e->msg);
     free(e);
@@ -247,7 +247,7 @@ zf_status zf_cache_get(zf_cache *c, uint64_t array_id, uint64_t chunk, zf_cache_
         c->bytes += cost(e);
         st = ZF_OK;
     } else {
-        zf_free_bulk(data, size);
+        zf_free_chunk(data, size);
         free(record);
         e->state = FAILED;
         e->status = st;
@@ -334,7 +334,7 @@ void zf_cache_entry_set_data(zf_cache *c, zf_cache_entry *e, void *data, size_t 
 {
     pthread_mutex_lock(&c->mu);
     c->bytes -= cost(e); /* an orphan still counts until its last pin goes */
-    zf_free_bulk(e->data, e->size);
+    zf_free_chunk(e->data, e->size);
     e->data = data;
     e->size = size;
     c->bytes += cost(e);

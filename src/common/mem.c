@@ -1,19 +1,20 @@
 /* mem.c — chunk-sized buffers backed by transparent huge pages where the kernel allows, and a
- * small pool that hands the buffers of evicted chunks to the next decode of the same size.
+ * small pool that hands the buffers of evicted chunks (and of read chunk files) to the next
+ * allocation of their size class.
  *
- * Why the pool: a decoded chunk of a few MiB in fresh memory costs the kernel a zeroed page for
- * every page the decoder then overwrites; in a read through -o direct_io that zeroing was a fifth
- * of the daemon's time (docs/benchmarks.md, "Profile of a direct read"). Chunks of one array all
- * have one size, so a buffer given back by zf_free_bulk serves the next zf_alloc_bulk of that size
- * without a page fault.
+ * Why the pool: a chunk of a few MiB in fresh memory costs the kernel a zeroed page for every
+ * page the decoder (or a read) then overwrites; in a read through -o direct_io that zeroing was a
+ * fifth of the daemon's time (docs/benchmarks.md, "Profile of a direct read"). Chunks of one
+ * array all have one size, so a buffer given back by zf_free_chunk serves the next
+ * zf_alloc_chunk of its class (sizes from 2 MiB up rounded up to whole 2 MiB) without a fault.
  *
- * Which buffers may be pooled: only those zf_alloc_bulk made (from HUGE_PAGE bytes up), known by
- * a registry of their addresses and sizes. zf_free_bulk(p, n) pools p when the registry holds p
- * with exactly n bytes; the caller promises that p has at least n bytes, so even a registry entry
- * left behind by a buffer released with free() (its address later reused by malloc for a
- * buffer of exactly n bytes) pools only a buffer that has n bytes. Anything else is freed. */
+ * Which buffers may be pooled: only those zf_alloc_chunk made, known by a registry of their
+ * addresses and classes, and only while malloc_usable_size confirms the class (an entry left
+ * behind by a buffer released with free(), its address later reused by malloc for a smaller
+ * block, is then just forgotten). Anything else given to zf_free_chunk is freed. */
 #include <pthread.h>
 #include <stdint.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -22,7 +23,7 @@
 #define HUGE_PAGE ((size_t)2 << 20)
 #define POOL_BYTES ((size_t)32 << 20) /* pooled buffers at most (outside the cache's bound) */
 #define POOL_SLOTS 64
-#define REGISTRY_MAX 65536 /* addresses remembered; beyond it the oldest are forgotten */
+#define REGISTRY_MAX 1024 /* addresses remembered; beyond it one is forgotten (then just freed) */
 
 typedef struct slot {
     void *p;
@@ -32,7 +33,7 @@ typedef struct slot {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static slot pool[POOL_SLOTS]; /* oldest first */
 static size_t npool, pool_bytes;
-static slot *reg; /* live buffers of zf_alloc_bulk (unordered) */
+static slot *reg; /* live buffers of zf_alloc_chunk (unordered) */
 static size_t nreg, capreg;
 static zf_mem_stats stats;
 
@@ -68,10 +69,26 @@ static void reg_add(void *p, size_t n)
     reg[nreg++] = (slot){p, n};
 }
 
+static void *alloc_huge(size_t n)
+{
+    void *p;
+    if (posix_memalign(&p, HUGE_PAGE, n) != 0)
+        return NULL;
+    /* Advice only: without THP (or with it "never") the buffer simply uses small pages. */
+    madvise(p, n & ~(HUGE_PAGE - 1), MADV_HUGEPAGE);
+    return p;
+}
+
 void *zf_alloc_bulk(size_t n)
+{
+    return n < HUGE_PAGE ? malloc(n ? n : 1) : alloc_huge(n);
+}
+
+void *zf_alloc_chunk(size_t n)
 {
     if (n < HUGE_PAGE)
         return malloc(n ? n : 1);
+    n = (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1); /* the class: whole huge pages */
     pthread_mutex_lock(&mu);
     for (size_t i = npool; i-- > 0;) {
         if (pool[i].n != n)
@@ -86,11 +103,9 @@ void *zf_alloc_bulk(size_t n)
         return p;
     }
     pthread_mutex_unlock(&mu);
-    void *p;
-    if (posix_memalign(&p, HUGE_PAGE, n) != 0)
+    void *p = alloc_huge(n);
+    if (!p)
         return NULL;
-    /* Advice only: without THP (or with it "never") the buffer simply uses small pages. */
-    madvise(p, n & ~(HUGE_PAGE - 1), MADV_HUGEPAGE);
     pthread_mutex_lock(&mu);
     reg_add(p, n);
     stats.fresh++;
@@ -98,11 +113,11 @@ void *zf_alloc_bulk(size_t n)
     return p;
 }
 
-void zf_free_bulk(void *p, size_t n)
+void zf_free_chunk(void *p, size_t n)
 {
     if (!p)
         return;
-    if (n < HUGE_PAGE) {
+    if (n < HUGE_PAGE) { /* never a class of the pool (n: at most what p holds) */
         free(p);
         return;
     }
@@ -110,13 +125,18 @@ void zf_free_bulk(void *p, size_t n)
     size_t ndrop = 0;
     pthread_mutex_lock(&mu);
     size_t i = reg_find(p);
-    if (i == SIZE_MAX || reg[i].n != n || n > POOL_BYTES) {
+    if (i != SIZE_MAX && malloc_usable_size(p) < reg[i].n) { /* a stale entry: not ours */
+        reg_remove(i);
+        i = SIZE_MAX;
+    }
+    if (i == SIZE_MAX || reg[i].n > POOL_BYTES) {
         if (i != SIZE_MAX)
             reg_remove(i);
         pthread_mutex_unlock(&mu);
         free(p);
         return;
     }
+    n = reg[i].n;
     while (npool > 0 && (npool == POOL_SLOTS || pool_bytes + n > POOL_BYTES)) {
         slot old = pool[0]; /* make room: the oldest goes */
         for (size_t j = 0; j + 1 < npool; j++)

@@ -12,13 +12,14 @@
 #include <unistd.h>
 
 #include "zarrfs/json.h"
+#include "zarrfs/mem.h"
 #include "zarrfs/store.h"
 
 #include "store_impl.h"
 
 void zf_bytes_free(zf_bytes *b)
 {
-    free(b->data);
+    zf_free_chunk(b->data, b->len); /* a chunk file's buffer (store_file.c) serves the next */
     b->data = NULL;
     b->len = 0;
 }

@@ -112,12 +112,12 @@ static zf_status read_range(int fd, const char *key, uint64_t offset, uint64_t l
         n = len;
     if (n > bound) /* by its size: not a byte of it read */
         return zf_store_refuse_large(err, key, bound, n, "in the file");
-    uint8_t *buf = zf_alloc_bulk((size_t)n); /* may become a cached chunk as it is */
+    uint8_t *buf = zf_alloc_chunk((size_t)n); /* may become a cached chunk as it is */
     if (!buf)
         return ZF_ERR_NOMEM;
     ssize_t got = zf_pread_full(fd, buf, (size_t)n, (off_t)offset); /* short: the file shrank */
     if (got < 0) {
-        free(buf);
+        zf_free_chunk(buf, (size_t)n);
         return errno_status(key, "read", err);
     }
     out->data = buf;

@@ -266,46 +266,51 @@ START_TEST(pool_cancel)
 }
 END_TEST
 
-/* Buffers of zf_alloc_bulk given back with their size serve the next request of that size;
- * other sizes, other buffers and more than the bound are freed, not kept. */
+/* Buffers of zf_alloc_chunk given back serve the next request of their size class (from 2 MiB,
+ * whole 2 MiB); buffers it did not make, small ones and more than the bound are freed. */
 START_TEST(bulk_buffers_recycled)
 {
     const size_t mib = 1u << 20, n = 4 * mib;
     zf_mem_trim();
     zf_mem_stats s0 = zf_mem_get_stats();
-    uint8_t *a = zf_alloc_bulk(n);
+    uint8_t *a = zf_alloc_chunk(n);
     ck_assert_ptr_nonnull(a);
     memset(a, 0xab, n);
-    zf_free_bulk(a, n);
+    zf_free_chunk(a, n);
     ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, n);
-    uint8_t *b = zf_alloc_bulk(n); /* the same buffer, as it was left */
+    uint8_t *b = zf_alloc_chunk(n); /* the same buffer, as it was left */
     ck_assert_ptr_eq(b, a);
     ck_assert_uint_eq(b[n - 1], 0xab);
     ck_assert_uint_eq(zf_mem_get_stats().reused - s0.reused, 1);
     ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 0);
-    zf_free_bulk(b, n - 1); /* not the size it was made with: freed */
-    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 0);
-    uint8_t *m = malloc(n); /* not zf_alloc_bulk's: freed */
+    zf_free_chunk(b, 3 * mib); /* 3 MiB of it used (a short read): kept all the same */
+    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, n);
+    uint8_t *c = zf_alloc_chunk(3 * mib + 1); /* the 4 MiB class: that buffer again */
+    ck_assert_ptr_eq(c, a);
+    memset(c, 0, 4 * mib); /* it holds its class, not only what was asked */
+    zf_free_chunk(c, 3 * mib + 1);
+    uint8_t *d = zf_alloc_chunk(5 * mib); /* the 6 MiB class: none kept, a new one */
+    ck_assert_ptr_nonnull(d);
+    ck_assert_ptr_ne(d, a);
+    uint8_t *m = malloc(n); /* not zf_alloc_chunk's: freed */
     ck_assert_ptr_nonnull(m);
-    zf_free_bulk(m, n);
-    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 0);
-    uint8_t *small = zf_alloc_bulk(100); /* below 2 MiB: plain malloc, never kept */
-    zf_free_bulk(small, 100);
-    zf_free_bulk(NULL, n);
+    zf_free_chunk(m, n);
+    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, n);
+    uint8_t *small = zf_alloc_chunk(100); /* below 2 MiB: plain malloc, never kept */
+    zf_free_chunk(small, 100);
+    zf_free_chunk(NULL, n);
+    zf_free_chunk(d, 5 * mib);
+    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 10 * mib);
     uint8_t *many[12];
     for (int i = 0; i < 12; i++)
-        ck_assert_ptr_nonnull(many[i] = zf_alloc_bulk(n));
+        ck_assert_ptr_nonnull(many[i] = zf_alloc_chunk(n));
     for (int i = 0; i < 12; i++)
-        zf_free_bulk(many[i], n);
-    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 32 * mib); /* the bound: 8 of 12 */
-    uint8_t *c = zf_alloc_bulk(n); /* the newest kept first */
-    ck_assert_ptr_eq(c, many[11]);
-    free(c); /* free() stays allowed */
-    uint8_t *d = zf_alloc_bulk(6 * mib); /* no kept buffer of this size */
-    ck_assert_ptr_nonnull(d);
-    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 28 * mib);
-    zf_free_bulk(d, 6 * mib); /* makes room: the oldest 4 MiB one goes */
-    ck_assert_uint_le(zf_mem_get_stats().pooled_bytes, 32 * mib);
+        zf_free_chunk(many[i], n);
+    ck_assert_uint_le(zf_mem_get_stats().pooled_bytes, 32 * mib); /* the bound */
+    ck_assert_uint_ge(zf_mem_get_stats().pooled_bytes, 28 * mib);
+    uint8_t *e = zf_alloc_chunk(n); /* the newest kept first */
+    ck_assert_ptr_eq(e, many[11]);
+    free(e); /* free() stays allowed */
     zf_mem_trim();
     ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 0);
 }
