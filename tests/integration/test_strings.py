@@ -182,6 +182,23 @@ class ZarrPython(zfmount.TestCase):
             self.assertErrno(errno.EACCES, os.open, m.path("nasty"), os.O_WRONLY)
             self.assertEqual(zfmount.read_all(m.path("nasty")).decode(), text_of(NASTY))
 
+    def test_06_sidecars_skip_string_arrays(self):
+        """-o sidecars: a numeric array gets its headers, a string array beside it none (a
+        header cannot describe lines of text); looking one up is ENOENT."""
+        path = os.path.join(WORK, "sidecars.zarr")
+        g = zarr.open_group(path, mode="w")
+        g.create_dataset("num", shape=(4, 3), chunks=(2, 3), dtype="<i4")[:] = 7
+        s = g.create_dataset("s", shape=(3,), chunks=(2,), dtype=object,
+                             object_codec=numcodecs.VLenUTF8())
+        s[:] = np.array(["a", "b", "c"], dtype=object)
+        with zfmount.Mount(path, options=["sidecars"]) as m:
+            names = set(os.listdir(m.mnt))
+            self.assertIn("num.npy", names)
+            self.assertFalse([n for n in names if n.startswith("s.")], names)
+            for ext in ("hdr", "mhd", "nhdr", "npy"):
+                self.assertErrno(errno.ENOENT, os.stat, m.path("s." + ext))
+            self.assertEqual(zfmount.read_all(m.path("s")), b"a\nb\nc\n")
+
     def test_05_rw_mount_creates_no_string_arrays(self):
         """On -o rw: a string array opened read-write or truncated is EACCES; creating one
         through user.zarr.metadata (v2 |O + vlen-utf8, v3 string) is EINVAL, a log line naming
