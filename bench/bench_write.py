@@ -41,6 +41,10 @@ list below in even repetitions, reversed in odd ones), os.sync() before each:
                   default mode on a fresh empty array; timed: numpy.memmap(FILE, mode="r+") of the
                   whole array, assign the whole array, flush (msync), fsync; then the timed
                   unmount; the store compared with the array.
+  passthrough mapping
+                  (the same codecs) the FUSE limit of that path: the same mapping write into
+                  zf_passthrough -o rw,max_read=1048576 (default mode) over a fresh backing file,
+                  the timed unmount, the backing file compared with RAW.
 
 The raw file is read once before each repetition (dd reads it from the page cache).
 
@@ -80,7 +84,8 @@ LOG = os.path.join(CFG["dir"], "zarrfs.log")
 BACKING = os.path.join(CFG["dir"], "passthrough-backing.f4")
 
 # the issue's targets: (ratio, codec) -> at least. d_sync: zarrfs direct / zarr-python + sync;
-# ptd: zarrfs direct / passthrough direct; mmap_sync: the mapping write / zarr-python + sync.
+# ptd: zarrfs direct / passthrough direct; mmap_sync: the mapping write / zarr-python + sync
+# (also reported: ptmm_sync, the passthrough's mapping write / zarr-python + sync, the limit).
 TARGETS = {
     ("d_sync_ratio", "zstd"): 1.0,
     ("d_sync_ratio", "lz4"): 1.0,
@@ -195,6 +200,23 @@ def check_store(what, store, a):
                            "at %d" % (what, bad.size, bad[0]))
 
 
+def mapping_write(d, a, what):
+    """numpy.memmap(mode="r+") of the whole mounted file, assign a, flush (msync), fsync; the
+    seconds it took."""
+    with h.Watchdog(d, what, CFG["phase_timeout"]):
+        t0 = time.perf_counter()
+        fd = os.open(d.file, os.O_RDWR)
+        try:
+            m = np.memmap(d.file, dtype="<f4", mode="r+", shape=SHAPE)
+            m[:] = a
+            m.flush()
+            os.fsync(fd)
+            del m
+        finally:
+            os.close(fd)
+        return time.perf_counter() - t0
+
+
 def zarrfs_write(codec, raw, a, direct=False, mapping=False):
     """dd (or, mapping, the numpy.memmap write) into a fresh empty array through a zarrfs -o rw
     mount (direct: -o rw,direct_io); (the numbers, None) or (None, why it failed)."""
@@ -206,18 +228,7 @@ def zarrfs_write(codec, raw, a, direct=False, mapping=False):
     with daemon(store, direct=direct) as d:
         s0, c0 = d.stats(), d.cpu_s()
         if mapping:
-            with h.Watchdog(d, "%s mapping write" % codec, CFG["phase_timeout"]):
-                t0 = time.perf_counter()
-                fd = os.open(d.file, os.O_RDWR)
-                try:
-                    m = np.memmap(d.file, dtype="<f4", mode="r+", shape=SHAPE)
-                    m[:] = a
-                    m.flush()
-                    os.fsync(fd)
-                    del m
-                finally:
-                    os.close(fd)
-                r["dd_s"] = time.perf_counter() - t0
+            r["dd_s"] = mapping_write(d, a, "%s mapping write" % codec)
         else:
             r["dd_s"], err = timed_dd(raw, d.file, codec, d)
             if err:
@@ -240,9 +251,10 @@ def zarrfs_write(codec, raw, a, direct=False, mapping=False):
     return r, None
 
 
-def passthrough_write(raw, ref, direct):
-    """The FUSE write limit: dd into zf_passthrough -o rw[,direct_io] over a fresh backing file;
-    (the numbers, None) or (None, why it failed)."""
+def passthrough_write(raw, ref, direct, a=None):
+    """The FUSE write limit: dd into zf_passthrough -o rw[,direct_io] over a fresh backing file
+    (a given: the mapping write of a instead, in the default mode); (the numbers, None) or (None,
+    why it failed)."""
     if os.path.exists(BACKING):
         os.unlink(BACKING)
     with open(BACKING, "wb") as f:
@@ -253,13 +265,17 @@ def passthrough_write(raw, ref, direct):
     with h.Daemon([CFG["passthrough"], BACKING, MNT_PT, "-f", "-o", opts], MNT_PT, LOG,
                   nbytes=NBYTES, close_timeout=CFG["phase_timeout"]) as d:
         c0 = d.cpu_s()
-        r["dd_s"], err = timed_dd(raw, d.file, "passthrough", d)
-        if err:
-            return None, err
+        if a is not None:
+            r["dd_s"] = mapping_write(d, a, "passthrough mapping write")
+        else:
+            r["dd_s"], err = timed_dd(raw, d.file, "passthrough", d)
+            if err:
+                return None, err
         r["daemon_cpu_s"] = d.cpu_s() - c0
         r["unmount_s"] = d.close()
     r["total_s"] = r["dd_s"] + r["unmount_s"]
-    h.check_blocks("passthrough%s write" % (" direct" if direct else ""), BACKING, ref)
+    h.check_blocks("passthrough%s write" % (" direct" if direct else " mapping" if a is not None
+                                           else ""), BACKING, ref)
     os.unlink(BACKING)
     return r, None
 
@@ -286,7 +302,8 @@ def mbps(t):
 
 
 SIDE_LABEL = {"zf": "zarrfs cached", "zfd": "zarrfs direct", "pt": "passthrough cached",
-              "ptd": "passthrough direct", "zarr": "zarr-python", "mmap": "zarrfs mapping"}
+              "ptd": "passthrough direct", "zarr": "zarr-python", "mmap": "zarrfs mapping",
+              "ptmm": "passthrough mapping"}
 
 
 def run_codec(codec, raw, a, ref):
@@ -296,7 +313,8 @@ def run_codec(codec, raw, a, ref):
         res["skipped"] = "zarrfs cannot write %s yet: %s" % (CODEC_LABEL[codec], why)
         h.log("  SKIPPED: " + res["skipped"])
         return res
-    sides = ["zf", "zfd", "pt", "ptd", "zarr"] + (["mmap"] if codec in mmap_codecs() else [])
+    sides = ["zf", "zfd", "pt", "ptd", "zarr"] + (["mmap", "ptmm"] if codec in mmap_codecs()
+                                                  else [])
     for rep in range(CFG["reps"]):
         h.prewarm(raw, resident=False)
         r = {"load1_start": os.getloadavg()[0], "order_reversed": rep % 2 == 1}
@@ -304,8 +322,8 @@ def run_codec(codec, raw, a, ref):
             if side == "zarr":
                 r.update(zarr_write(codec, a))
                 continue
-            if side in ("pt", "ptd"):
-                x, err = passthrough_write(raw, ref, side == "ptd")
+            if side in ("pt", "ptd", "ptmm"):
+                x, err = passthrough_write(raw, ref, side == "ptd", a if side == "ptmm" else None)
             else:
                 x, err = zarrfs_write(codec, raw, a, direct=side == "zfd", mapping=side == "mmap")
             if x is None:
@@ -321,7 +339,7 @@ def run_codec(codec, raw, a, ref):
             r[side + "_mbps"] = mbps(r[side + "_dd_s"])
             r[side + "_total_mbps"] = mbps(r[side + "_total_s"])
             r[side + "_cpu_pct"] = 100 * r[side + "_daemon_cpu_s"] / r[side + "_dd_s"]
-            if side not in ("pt", "ptd"):
+            if side not in ("pt", "ptd", "ptmm"):
                 r[side + "_sync_ratio"] = r[side + "_total_mbps"] / r["zarr_sync_mbps"]
         # the ratios of the tables and the goals (the keys TARGETS names)
         r["ratio"] = r["zf_mbps"] / r["zarr_mbps"]                     # dd alone vs z[:] = a
@@ -329,8 +347,9 @@ def run_codec(codec, raw, a, ref):
         r["d_sync_ratio"] = r["zfd_sync_ratio"]
         r["pt_ratio"] = r["zf_total_mbps"] / r["pt_total_mbps"]
         r["ptd_ratio"] = r["zfd_total_mbps"] / r["ptd_total_mbps"]
-        if "mmap" in sides:
-            r["mmap_sync_ratio"] = r["mmap_sync_ratio"]
+        if "mmap" in sides: # the FUSE limit of a mapping write, and zarrfs against it
+            r["ptmm_sync_ratio"] = r["ptmm_total_mbps"] / r["zarr_sync_mbps"]
+            r["mmap_pt_ratio"] = r["mmap_total_mbps"] / r["ptmm_total_mbps"]
         r["load1_end"] = os.getloadavg()[0]
         res["reps"].append(r)
         h.log("  rep %d: s (dd + fsync + unmount): zarrfs %.2f / direct %.2f, passthrough %.2f / "
@@ -338,7 +357,8 @@ def run_codec(codec, raw, a, ref):
               "passthrough direct %.2f | RSS %.0f / %.0f MiB | load %.1f"
               % (rep + 1, r["zf_total_s"], r["zfd_total_s"], r["pt_total_s"], r["ptd_total_s"],
                  r["zarr_s"], r["zarr_sync_s"],
-                 ", mapping %.2f (/ zarr+sync %.2f)" % (r["mmap_total_s"], r["mmap_sync_ratio"])
+                 ", mapping %.2f (/ zarr+sync %.2f), passthrough mapping %.2f"
+                 % (r["mmap_total_s"], r["mmap_sync_ratio"], r["ptmm_total_s"])
                  if "mmap" in sides else "", r["d_sync_ratio"], r["ptd_ratio"],
                  r["zf_hwm_mib"], r["zfd_hwm_mib"], r["load1_end"]))
     res.update(h.summarize(res["reps"]))
@@ -384,15 +404,19 @@ def markdown(results, cfg):
         lines += [
             "",
             "| default mode, through a mapping | `numpy.memmap` r+: assign, flush, fsync s "
-            "| unmount s | zarr-python + sync s | mapping / zarr-python + sync (target) "
-            "| daemon CPU | daemon peak RSS MiB (limit) |",
-            "|---|--:|--:|--:|--:|--:|--:|",
+            "| unmount s | passthrough, the same mapping write + unmount s | zarr-python + sync s "
+            "| mapping / zarr-python + sync (target) | the FUSE limit: passthrough mapping / "
+            "zarr-python + sync | zarrfs mapping / passthrough mapping | daemon CPU "
+            "| daemon peak RSS MiB (limit) |",
+            "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
         ]
         for r in mm:
-            lines.append("| %s | %.2f | %.2f | %.2f | %s | %.0f%% | %s |" % (
+            lines.append("| %s | %.2f | %.2f | %.2f | %.2f | %s | %.2f | %.2f | %.0f%% | %s |" % (
                 r["label"], med(r, "mmap_dd_s"), med(r, "mmap_unmount_s"),
-                med(r, "zarr_s") + med(r, "zarr_sync_s"), ratio_cell(r, "mmap_sync_ratio"),
-                med(r, "mmap_cpu_pct"), h.limit_cell(r["max"]["mmap_hwm_mib"], limit)))
+                med(r, "ptmm_total_s"), med(r, "zarr_s") + med(r, "zarr_sync_s"),
+                ratio_cell(r, "mmap_sync_ratio"), med(r, "ptmm_sync_ratio"),
+                med(r, "mmap_pt_ratio"), med(r, "mmap_cpu_pct"),
+                h.limit_cell(r["max"]["mmap_hwm_mib"], limit)))
     lines += [
         "",
         "| codec | dd + fsync s: zarrfs cached / direct | unmount s: cached / direct "
