@@ -33,6 +33,7 @@ typedef struct zf_cache_stats {
     size_t bytes, entries;
     size_t dirty_bytes, dirty_entries;        /* written, not yet stored */
     uint64_t writebacks, writeback_failures;  /* writeback calls and their failures */
+    uint64_t write_behinds;                   /* of them, queued by zf_cache_write_behind */
 } zf_cache_stats;
 
 /* capacity in bytes of decoded data (absent entries count 64 bytes). Errors: ZF_ERR_NOMEM. */
@@ -103,6 +104,21 @@ void zf_cache_drop(zf_cache *c, uint64_t array_id, uint64_t chunk);
 /* Run the writebacks of one flush on pool's workers, several at a time (a local store syncs each
  * chunk file: done one by one, the syncs add up). NULL: on the flushing thread. */
 void zf_cache_set_writeback_pool(zf_cache *c, zf_pool *pool);
+
+/* Write-behind: queue the writeback of the pinned, locked, dirty entry e on the writeback pool
+ * and return at once (the writer does not wait; the entry is pinned until the writeback ran).
+ * For an entry a write has just completed (every element written since it was last stored), so
+ * that storing it overlaps the writes that follow instead of waiting for the next fsync. It
+ * stores the entry as it is now or not at all: written again before the writeback runs, the
+ * writeback leaves it to the next flush (zf_cache_entry_behind_stale). Stored, and held by
+ * nobody else, the entry then leaves the cache (its buffer goes to the next chunk: a streaming
+ * writer touches no fresh memory). A failed write-behind leaves the entry dirty: the next flush
+ * tries again and reports the failure. False (nothing queued) when there is no pool, the entry
+ * is clean, already queued, or the queue refuses (memory). */
+bool zf_cache_write_behind(zf_cache *c, zf_cache_entry *e);
+/* For the owner's writeback, the entry locked: true when this thread runs a write-behind of e
+ * and e was written since it was queued (store nothing: a later flush stores it). */
+bool zf_cache_entry_behind_stale(const zf_cache_entry *e);
 
 #define ZF_CACHE_ALL UINT64_MAX
 /* Write back dirty entries of array_id (ZF_CACHE_ALL: every array), oldest first: those last

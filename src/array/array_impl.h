@@ -55,6 +55,7 @@ struct zf_array {
     pthread_rwlock_t shard_rw;     /* loading an inner chunk (read) vs replacing its shard and
                                       dropping the shard's cached index (write) */
     zf_cache_owner owner;          /* writeback of this array's dirty chunks */
+    _Atomic uint64_t last_write_end; /* byte just past the previous write: sequential writers */
     /* the text view of variable-length elements (text.c); the rest under text_mu */
     bool text;
     _Atomic bool text_known;       /* every band's length is known: the text's size */

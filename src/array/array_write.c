@@ -49,15 +49,16 @@ zf_status zf_array_enable_write(zf_array *a, bool write_empty_chunks, zf_err *er
     return ZF_OK;
 }
 
-/* A new chunk buffer holding the fill value everywhere. Plain malloc, not zf_alloc_bulk's huge
- * pages: with THP defrag "madvise" (Debian's default) a huge-page fault may compact memory, and
- * while a writer fills the page cache with chunk files that made a 1 GiB dd through the mount
- * twice as slow here (bench/write.sh, docs/benchmarks.md). */
-static uint8_t *fill_chunk(zf_array *a)
+/* A new chunk buffer (zf_alloc_chunk: one the pool kept when it can, so that a streaming writer,
+ * whose stored chunks leave the cache behind it, touches no fresh memory), holding the fill value
+ * everywhere when fill. (Plain malloc had been chosen here for fear of huge-page compaction while
+ * a writer fills the page cache; with the pool, 512 MiB dd's through the mount were as fast or
+ * faster with the huge-page advice: docs/benchmarks.md, "Write-behind".) */
+static uint8_t *fill_chunk(zf_array *a, bool fill)
 {
-    uint8_t *p = malloc(a->chunk_nbytes ? a->chunk_nbytes : 1);
-    if (!p)
-        return NULL;
+    uint8_t *p = zf_alloc_chunk(a->chunk_nbytes ? a->chunk_nbytes : 1);
+    if (!p || !fill)
+        return p;
     if (a->fill_is_zero)
         memset(p, 0, a->chunk_nbytes);
     else
@@ -173,6 +174,7 @@ typedef struct write_ctx {
     const uint8_t *buf;
     uint64_t begin, end;            /* bytes of the flat view */
     uint64_t full_begin, full_end;  /* elements written whole */
+    bool behind;                    /* store the chunks this write completes right away */
     zf_err *err;
 } write_ctx;
 
@@ -224,7 +226,9 @@ static zf_status load_for_write(void *ctx, uint64_t chunk, void **data, size_t *
     if (!l->covered)
         return zf_array_load_chunk(l->a, chunk, data, size, record, err);
     /* Built whole before the cache shows it: readers never see part fill, part written. */
-    uint8_t *p = fill_chunk(l->a);
+    /* every element inside the array comes from the write; those of an edge chunk outside it
+     * are the fill value, as zarr-python stores them */
+    uint8_t *p = fill_chunk(l->a, elems_inside(l->a, chunk) < l->a->chunk_nbytes / l->a->itemsize);
     if (!p)
         return ZF_ERR_NOMEM;
     gather_chunk(l->a, chunk, l->w, p);
@@ -253,41 +257,145 @@ static bool chunk_covered(const zf_array *a, uint64_t chunk, uint64_t eb, uint64
     return lo >= eb && hi < ee;
 }
 
-static zf_status write_run(void *ctx, const zf_run *run)
+/* The chunk entry a write puts elements into, pinned and locked: (a new chunk's) data in place. */
+static zf_status lock_for_write(write_ctx *w, uint64_t chunk, zf_cache_entry **out,
+                                bool *covered)
 {
-    write_ctx *w = ctx;
     zf_array *a = w->a;
-    size_t isz = a->itemsize;
-    uint64_t rb;
-    size_t n = zf_run_bytes(a, run, w->begin, w->end, &rb);
-    load_ctx l = {.a = a, .covered = chunk_covered(a, run->chunk, w->full_begin, w->full_end),
+    load_ctx l = {.a = a, .covered = chunk_covered(a, chunk, w->full_begin, w->full_end),
                   .w = w};
     zf_cache_entry *e;
-    zf_status st = zf_cache_get(a->cache, a->id, run->chunk, load_for_write, &l, &e, w->err);
+    zf_status st = zf_cache_get(a->cache, a->id, chunk, load_for_write, &l, &e, w->err);
     if (st != ZF_OK)
         return st;
     zf_cache_entry_lock(e);
-    uint8_t *data = zf_cache_entry_wdata(e);
-    if (!data) { /* absent from the store: start from the fill value */
-        if (!(data = fill_chunk(a))) {
+    if (!zf_cache_entry_wdata(e)) { /* absent from the store: start from the fill value */
+        uint8_t *data = fill_chunk(a, true);
+        if (!data) {
             zf_cache_entry_unlock(e);
             zf_cache_release(a->cache, e);
             return ZF_ERR_NOMEM;
         }
         zf_cache_entry_set_data(a->cache, e, data, a->chunk_nbytes);
     }
+    *out = e;
+    *covered = l.covered;
+    return ZF_OK;
+}
+
+/* Put the elements of one run into its chunk's locked entry e. */
+static zf_status put_run(write_ctx *w, const zf_run *run, zf_cache_entry *e, bool covered)
+{
+    zf_array *a = w->a;
+    size_t isz = a->itemsize;
+    uint64_t rb;
+    size_t n = zf_run_bytes(a, run, w->begin, w->end, &rb);
     uint64_t first = run->in_chunk + (rb / isz - run->elem); /* elements the bytes touch */
-    st = note_written(a, e, run->chunk, first, (rb + n - 1) / isz - rb / isz + 1, l.covered);
-    if (st != ZF_OK) {
-        zf_cache_entry_unlock(e);
-        zf_cache_release(a->cache, e);
+    zf_status st = note_written(a, e, run->chunk, first, (rb + n - 1) / isz - rb / isz + 1,
+                                covered);
+    if (st != ZF_OK)
         return st;
-    }
+    uint8_t *data = zf_cache_entry_wdata(e);
     memcpy(data + run->in_chunk * isz + (rb - run->elem * isz), w->buf + (rb - w->begin), n);
     zf_cache_mark_dirty(a->cache, e, &a->owner);
-    zf_cache_entry_unlock(e);
-    zf_cache_release(a->cache, e);
     return ZF_OK;
+}
+
+static bool is_whole(zf_cache_entry *e)
+{
+    const zf_chunk_record *rec = zf_cache_entry_record(e);
+    return rec && rec->whole;
+}
+
+/* Unlock and release entry e of a write; a chunk the write completed is stored behind it. */
+static void write_done(write_ctx *w, zf_cache_entry *e, bool was_whole)
+{
+    if (w->behind && !was_whole && is_whole(e))
+        zf_cache_write_behind(w->a->cache, e);
+    zf_cache_entry_unlock(e);
+    zf_cache_release(w->a->cache, e);
+}
+
+/* One run, its chunk locked just for it: writes touching more chunks than WRITE_LOCKED. */
+static zf_status write_run(void *ctx, const zf_run *run)
+{
+    write_ctx *w = ctx;
+    zf_cache_entry *e;
+    bool covered;
+    zf_status st = lock_for_write(w, run->chunk, &e, &covered);
+    if (st != ZF_OK)
+        return st;
+    bool was_whole = is_whole(e);
+    st = put_run(w, run, e, covered);
+    write_done(w, e, was_whole);
+    return st;
+}
+
+/* A write touching at most WRITE_LOCKED chunks holds all their entries locked from its first
+ * element to its last, so that no writeback (fsync, the timer, a write-behind, another
+ * program's flush) stores a chunk holding part of it, and no reader sees part of it. */
+#define WRITE_LOCKED 64
+
+typedef struct locked_chunk {
+    uint64_t chunk;
+    zf_cache_entry *e;
+    bool covered, was_whole;
+} locked_chunk;
+
+typedef struct locked_write {
+    write_ctx *w;
+    locked_chunk c[WRITE_LOCKED];
+    size_t n;
+} locked_write;
+
+static zf_status collect_chunk(void *ctx, const zf_run *run)
+{
+    locked_write *lw = ctx;
+    for (size_t i = lw->n; i-- > 0;) /* runs revisit recent chunks: search backwards */
+        if (lw->c[i].chunk == run->chunk)
+            return ZF_OK;
+    if (lw->n == WRITE_LOCKED)
+        return ZF_ERR_TOO_LARGE; /* too many: run by run */
+    lw->c[lw->n++].chunk = run->chunk;
+    return ZF_OK;
+}
+
+static int by_chunk(const void *x, const void *y)
+{
+    uint64_t a = ((const locked_chunk *)x)->chunk, b = ((const locked_chunk *)y)->chunk;
+    return a < b ? -1 : a > b;
+}
+
+static zf_status put_locked_run(void *ctx, const zf_run *run)
+{
+    locked_write *lw = ctx;
+    for (size_t i = 0; i < lw->n; i++)
+        if (lw->c[i].chunk == run->chunk)
+            return put_run(lw->w, run, lw->c[i].e, lw->c[i].covered);
+    return ZF_ERR_INVALID; /* not collected: cannot happen */
+}
+
+/* The write w of elements [eb, ee): every chunk locked (in ascending order, the cache's lock
+ * order) for the whole write; ZF_ERR_TOO_LARGE when it touches more than WRITE_LOCKED. */
+static zf_status write_locked(write_ctx *w, uint64_t eb, uint64_t ee)
+{
+    locked_write lw = {.w = w, .n = 0};
+    zf_status st = zf_grid_runs(&w->a->grid, eb, ee, collect_chunk, &lw);
+    if (st != ZF_OK)
+        return st;
+    qsort(lw.c, lw.n, sizeof lw.c[0], by_chunk);
+    size_t locked = 0;
+    for (; locked < lw.n; locked++) {
+        locked_chunk *c = &lw.c[locked];
+        if ((st = lock_for_write(w, c->chunk, &c->e, &c->covered)) != ZF_OK)
+            break;
+        c->was_whole = is_whole(c->e);
+    }
+    if (st == ZF_OK)
+        st = zf_grid_runs(&w->a->grid, eb, ee, put_locked_run, &lw);
+    for (size_t i = locked; i-- > 0;)
+        write_done(w, lw.c[i].e, lw.c[i].was_whole);
+    return st;
 }
 
 /* Keep dirty data within the cache: past half of it, the writer stores the oldest first; past
@@ -325,9 +433,24 @@ zf_status zf_array_write(zf_array *a, uint64_t offset, const void *buf, size_t l
         return st;
     size_t isz = a->itemsize;
     uint64_t end = offset + len;
+    /* Write-behind, as the kernel's writeback does behind a sequential writer: each chunk the
+     * writer completes is stored while it goes on (encoding, the temporary file, its sync and
+     * rename overlap the writes that follow), not all at the next fsync. Only behind a
+     * sequential writer (within two write lengths of where the last write ended: the kernel's
+     * requests may arrive slightly out of order), so that a program rewriting one chunk over and
+     * over does not store it each time; not for shards (each inner chunk would rewrite the
+     * whole shard). */
+    uint64_t prev = atomic_exchange(&a->last_write_end, end);
+    uint64_t dist = offset > prev ? offset - prev : prev - offset;
     write_ctx w = {.a = a, .buf = buf, .begin = offset, .end = end,
-                   .full_begin = (offset + isz - 1) / isz, .full_end = end / isz, .err = err};
-    return zf_grid_runs(&a->grid, offset / isz, (end + isz - 1) / isz, write_run, &w);
+                   .full_begin = (offset + isz - 1) / isz, .full_end = end / isz,
+                   .behind = a->nlevels == 0 && dist <= 2 * (uint64_t)len, .err = err};
+    uint64_t eb = offset / isz, ee = (end + isz - 1) / isz;
+    /* Sharded arrays run by run: loading an inner chunk may wait for a shard being stored,
+     * which locks the shard's dirty inner chunks (a writer holding some would deadlock). */
+    if (a->nlevels == 0 && (st = write_locked(&w, eb, ee)) != ZF_ERR_TOO_LARGE)
+        return st;
+    return zf_grid_runs(&a->grid, eb, ee, write_run, &w);
 }
 
 zf_status zf_array_flush(zf_array *a, zf_err *err)
@@ -420,7 +543,7 @@ static zf_status writeback(void *ctx, zf_cache_entry *e, zf_err *err)
         return writeback_shard(a, e, err);
     zf_cache_entry_lock(e);
     zf_status st = ZF_OK;
-    if (zf_cache_entry_is_dirty(e)) {
+    if (zf_cache_entry_is_dirty(e) && !zf_cache_entry_behind_stale(e)) {
         uint64_t cc[ZF_MAX_DIMS];
         char key[4096];
         zf_grid_chunk_coords(&a->grid, zf_cache_entry_chunk(e), cc);

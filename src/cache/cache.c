@@ -30,6 +30,8 @@ struct zf_cache_entry {
     /* writing */
     pthread_mutex_t lock;             /* guards data while it can change */
     bool dirty;
+    bool behind;                      /* queued for a write-behind (zf_cache_write_behind) */
+    uint64_t writes;                  /* zf_cache_mark_dirty calls (under the entry's lock) */
     const zf_cache_owner *owner;      /* while dirty */
     void *record;                     /* the owner's record of the entry (malloc'd) */
     double dirtied, touched;          /* first and last write while dirty (monotonic s) */
@@ -45,7 +47,7 @@ struct zf_cache {
     zf_cache_entry *lru_head, *lru_tail; /* head = most recently used */
     zf_cache_entry *dirty_head, *dirty_tail;
     zf_cache_stats stats;
-    _Atomic(zf_pool *) pool; /* writebacks of a flush run here when set */
+    _Atomic(zf_pool *) pool; /* writebacks of a flush, and write-behinds, run here when set */
 };
 
 static double mono_now(void)
@@ -346,6 +348,7 @@ void zf_cache_mark_dirty(zf_cache *c, zf_cache_entry *e, const zf_cache_owner *o
     double now = mono_now();
     pthread_mutex_lock(&c->mu);
     e->touched = now;
+    e->writes++;
     e->owner = owner;
     if (!e->dirty) {
         e->dirty = true;
@@ -467,6 +470,81 @@ static void flush_task_run(void *arg)
     if (--j->left == 0)
         pthread_cond_signal(&j->cv);
     pthread_mutex_unlock(&j->mu);
+}
+
+/* A write-behind: one entry's writeback on the pool, nobody waiting for it. */
+typedef struct behind_task {
+    zf_cache *c;
+    zf_cache_entry *e;
+    uint64_t writes; /* e->writes when queued: the state to store */
+} behind_task;
+
+static _Thread_local const behind_task *running_behind; /* the write-behind of this thread */
+
+bool zf_cache_entry_behind_stale(const zf_cache_entry *e)
+{
+    const behind_task *t = running_behind;
+    return t && t->e == e && e->writes != t->writes;
+}
+
+static void behind_run(void *arg)
+{
+    behind_task *t = arg;
+    zf_cache *c = t->c;
+    zf_cache_entry *e = t->e;
+    pthread_mutex_lock(&c->mu);
+    e->behind = false; /* a write from now on may queue it again */
+    const zf_cache_owner *owner = e->owner;
+    pthread_mutex_unlock(&c->mu);
+    zf_err err = {""};
+    /* A failure leaves the entry dirty: the next flush (fsync, close, the timer) tries again
+     * and reports it. */
+    running_behind = t;
+    zf_status st = owner->writeback(owner->ctx, e, &err);
+    running_behind = NULL;
+    free(t);
+    pthread_mutex_lock(&c->mu);
+    c->stats.writebacks++;
+    if (st != ZF_OK)
+        c->stats.writeback_failures++;
+    /* Stored, not written again meanwhile, and nobody else holding it: it leaves the cache
+     * (drop-behind), so that its buffer serves the writer's next chunk rather than fresh memory
+     * (zf_free_chunk keeps it). Never while pinned elsewhere: a writer holding it would write
+     * into an entry the table no longer has while the next writer loads another copy. */
+    if (st == ZF_OK && !e->dirty && !e->orphan && e->state == READY && e->refs == 1) {
+        table_remove(c, e);
+        e->orphan = true;
+    }
+    unpin_locked(c, e);
+    pthread_mutex_unlock(&c->mu);
+}
+
+bool zf_cache_write_behind(zf_cache *c, zf_cache_entry *e)
+{
+    zf_pool *pool = atomic_load(&c->pool);
+    behind_task *t = pool ? malloc(sizeof *t) : NULL;
+    if (!t)
+        return false;
+    *t = (behind_task){.c = c, .e = e, .writes = e->writes}; /* the caller holds the lock */
+    pthread_mutex_lock(&c->mu);
+    bool queue = e->dirty && !e->behind;
+    if (queue) {
+        e->behind = true;
+        e->refs++; /* the task's pin */
+        c->stats.write_behinds++;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (queue && zf_pool_submit(pool, behind_run, t) == ZF_OK)
+        return true;
+    if (queue) { /* cannot queue: the next flush stores it */
+        pthread_mutex_lock(&c->mu);
+        e->behind = false;
+        c->stats.write_behinds--;
+        unpin_locked(c, e);
+        pthread_mutex_unlock(&c->mu);
+    }
+    free(t);
+    return false;
 }
 
 zf_status zf_cache_flush(zf_cache *c, uint64_t array_id, double idle, double max_age,

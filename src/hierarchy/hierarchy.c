@@ -1148,7 +1148,8 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
                      "{\"cache\": {\"hits\": %llu, \"misses\": %llu, \"evictions\": %llu, "
                      "\"bytes\": %zu, \"entries\": %zu, \"capacity\": %zu, "
                      "\"loads_failed\": %llu, \"dirty_bytes\": %zu, \"dirty_entries\": %zu, "
-                     "\"writebacks\": %llu, \"writeback_failures\": %llu}, "
+                     "\"writebacks\": %llu, \"writeback_failures\": %llu, "
+                     "\"write_behinds\": %llu}, "
                      "\"decode\": {\"chunks\": %llu, \"failures\": %llu, \"seconds\": %.6f}, "
                      "\"encode\": {\"chunks\": %llu, \"failures\": %llu, \"seconds\": %.6f, "
                      "\"shard_conflicts\": %llu, \"chunk_conflicts\": %llu}, "
@@ -1162,7 +1163,8 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
                      zf_cache_capacity(h->cache), (unsigned long long)c.loads_failed,
                      c.dirty_bytes, c.dirty_entries, (unsigned long long)c.writebacks,
                      (unsigned long long)c.writeback_failures,
-                     (unsigned long long)d.chunks, (unsigned long long)d.failures, d.seconds,
+                     (unsigned long long)c.write_behinds, (unsigned long long)d.chunks,
+                     (unsigned long long)d.failures, d.seconds,
                      (unsigned long long)d.encoded, (unsigned long long)d.encode_failures,
                      d.encode_seconds, (unsigned long long)d.shard_conflicts,
                      (unsigned long long)d.chunk_conflicts,
