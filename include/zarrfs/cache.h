@@ -92,6 +92,16 @@ bool zf_cache_entry_is_dirty(const zf_cache_entry *e); /* entry locked */
  * or freed). */
 void *zf_cache_entry_record(zf_cache_entry *e);
 void zf_cache_entry_set_record(zf_cache_entry *e, void *record);
+/* A write of several runs into the pinned entry e begins / ends: between the two, writebacks
+ * that lock e with zf_cache_entry_lock_settled wait, so that none stores part of the write.
+ * Calls nest (several writers); every begin needs its end. */
+void zf_cache_write_begin(zf_cache *c, zf_cache_entry *e);
+void zf_cache_write_end(zf_cache *c, zf_cache_entry *e);
+/* Lock the pinned entry e when no write is in progress in it (zf_cache_write_begin): for an
+ * owner's writeback, which then stores a state some whole write left. Waits for the writes in
+ * progress (not holding the entry's lock meanwhile); the caller must not have a write of its own
+ * in progress in e. */
+void zf_cache_entry_lock_settled(zf_cache *c, zf_cache_entry *e);
 /* The locked entry's data is stored: drop its dirty mark and its record (stale now). */
 void zf_cache_mark_clean(zf_cache *c, zf_cache_entry *e);
 /* Pin (array_id, chunk) if it is cached and loaded, without loading: ZF_OK and *out, else

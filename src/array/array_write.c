@@ -331,70 +331,91 @@ static zf_status write_run(void *ctx, const zf_run *run)
     return st;
 }
 
-/* A write touching at most WRITE_LOCKED chunks holds all their entries locked from its first
- * element to its last, so that no writeback (fsync, the timer, a write-behind, another
- * program's flush) stores a chunk holding part of it, and no reader sees part of it. */
-#define WRITE_LOCKED 64
+/* A write touching at most WRITE_HELD chunks holds them all from its first element to its last
+ * (pinned, marked as being written: zf_cache_write_begin), so that no writeback (fsync, the
+ * timer, a write-behind, memory pressure) stores a chunk holding part of it: writebacks lock
+ * with zf_cache_entry_lock_settled. Its runs then go as any write's, one entry lock at a time.
+ * Writes touching more chunks (tiny chunks, wide rows) go run by run, each run whole. */
+#define WRITE_HELD 256
 
-typedef struct locked_chunk {
+typedef struct held_chunk {
     uint64_t chunk;
     zf_cache_entry *e;
     bool covered, was_whole;
-} locked_chunk;
+} held_chunk;
 
-typedef struct locked_write {
+typedef struct held_write {
     write_ctx *w;
-    locked_chunk c[WRITE_LOCKED];
-    size_t n;
-} locked_write;
+    held_chunk *c;
+    size_t n, cap;
+    size_t last; /* index in c of the last run's chunk */
+} held_write;
 
 static zf_status collect_chunk(void *ctx, const zf_run *run)
 {
-    locked_write *lw = ctx;
-    for (size_t i = lw->n; i-- > 0;) /* runs revisit recent chunks: search backwards */
-        if (lw->c[i].chunk == run->chunk)
+    held_write *hw = ctx;
+    for (size_t i = hw->n; i-- > 0;) /* runs revisit recent chunks: search backwards */
+        if (hw->c[i].chunk == run->chunk)
             return ZF_OK;
-    if (lw->n == WRITE_LOCKED)
-        return ZF_ERR_TOO_LARGE; /* too many: run by run */
-    lw->c[lw->n++].chunk = run->chunk;
+    if (hw->n == hw->cap)
+        return ZF_ERR_TOO_LARGE; /* no room */
+    hw->c[hw->n++].chunk = run->chunk;
     return ZF_OK;
 }
 
-static int by_chunk(const void *x, const void *y)
+static zf_status put_held_run(void *ctx, const zf_run *run)
 {
-    uint64_t a = ((const locked_chunk *)x)->chunk, b = ((const locked_chunk *)y)->chunk;
-    return a < b ? -1 : a > b;
+    held_write *hw = ctx;
+    size_t i = hw->last;
+    if (hw->c[i].chunk != run->chunk)
+        for (i = 0; i < hw->n && hw->c[i].chunk != run->chunk; i++)
+            ;
+    if (i == hw->n)
+        return ZF_ERR_INVALID; /* not collected: cannot happen */
+    hw->last = i;
+    held_chunk *h = &hw->c[i];
+    zf_cache_entry_lock(h->e);
+    zf_status st = put_run(hw->w, run, h->e, h->covered);
+    zf_cache_entry_unlock(h->e);
+    return st;
 }
 
-static zf_status put_locked_run(void *ctx, const zf_run *run)
+/* The write w of elements [eb, ee), every chunk held for its whole length; ZF_ERR_TOO_LARGE
+ * when it touches more than WRITE_HELD (nothing done). */
+static zf_status write_held(write_ctx *w, uint64_t eb, uint64_t ee)
 {
-    locked_write *lw = ctx;
-    for (size_t i = 0; i < lw->n; i++)
-        if (lw->c[i].chunk == run->chunk)
-            return put_run(lw->w, run, lw->c[i].e, lw->c[i].covered);
-    return ZF_ERR_INVALID; /* not collected: cannot happen */
-}
-
-/* The write w of elements [eb, ee): every chunk locked (in ascending order, the cache's lock
- * order) for the whole write; ZF_ERR_TOO_LARGE when it touches more than WRITE_LOCKED. */
-static zf_status write_locked(write_ctx *w, uint64_t eb, uint64_t ee)
-{
-    locked_write lw = {.w = w, .n = 0};
-    zf_status st = zf_grid_runs(&w->a->grid, eb, ee, collect_chunk, &lw);
-    if (st != ZF_OK)
-        return st;
-    qsort(lw.c, lw.n, sizeof lw.c[0], by_chunk);
-    size_t locked = 0;
-    for (; locked < lw.n; locked++) {
-        locked_chunk *c = &lw.c[locked];
-        if ((st = lock_for_write(w, c->chunk, &c->e, &c->covered)) != ZF_OK)
+    zf_array *a = w->a;
+    held_chunk buf[16]; /* most writes: no allocation */
+    held_write hw = {.w = w, .c = buf, .n = 0, .cap = 16};
+    zf_status st = zf_grid_runs(&a->grid, eb, ee, collect_chunk, &hw);
+    if (st == ZF_ERR_TOO_LARGE) { /* again, with room for WRITE_HELD */
+        if (!(hw.c = malloc(WRITE_HELD * sizeof *hw.c)))
+            return ZF_ERR_NOMEM;
+        hw.n = 0;
+        hw.cap = WRITE_HELD;
+        if ((st = zf_grid_runs(&a->grid, eb, ee, collect_chunk, &hw)) == ZF_ERR_TOO_LARGE) {
+            free(hw.c);
+            return st; /* run by run */
+        }
+    }
+    size_t held = 0;
+    for (; st == ZF_OK && held < hw.n; held++) {
+        held_chunk *h = &hw.c[held];
+        if ((st = lock_for_write(w, h->chunk, &h->e, &h->covered)) != ZF_OK)
             break;
-        c->was_whole = is_whole(c->e);
+        h->was_whole = is_whole(h->e);
+        zf_cache_write_begin(a->cache, h->e);
+        zf_cache_entry_unlock(h->e);
     }
     if (st == ZF_OK)
-        st = zf_grid_runs(&w->a->grid, eb, ee, put_locked_run, &lw);
-    for (size_t i = locked; i-- > 0;)
-        write_done(w, lw.c[i].e, lw.c[i].was_whole);
+        st = zf_grid_runs(&a->grid, eb, ee, put_held_run, &hw);
+    for (size_t i = 0; i < held; i++) {
+        zf_cache_entry_lock(hw.c[i].e);
+        zf_cache_write_end(a->cache, hw.c[i].e);
+        write_done(w, hw.c[i].e, hw.c[i].was_whole);
+    }
+    if (hw.c != buf)
+        free(hw.c);
     return st;
 }
 
@@ -446,9 +467,8 @@ zf_status zf_array_write(zf_array *a, uint64_t offset, const void *buf, size_t l
                    .full_begin = (offset + isz - 1) / isz, .full_end = end / isz,
                    .behind = a->nlevels == 0 && dist <= 2 * (uint64_t)len, .err = err};
     uint64_t eb = offset / isz, ee = (end + isz - 1) / isz;
-    /* Sharded arrays run by run: loading an inner chunk may wait for a shard being stored,
-     * which locks the shard's dirty inner chunks (a writer holding some would deadlock). */
-    if (a->nlevels == 0 && (st = write_locked(&w, eb, ee)) != ZF_ERR_TOO_LARGE)
+    /* Sharded arrays run by run: a shard is stored from all its dirty inner chunks at once. */
+    if (a->nlevels == 0 && (st = write_held(&w, eb, ee)) != ZF_ERR_TOO_LARGE)
         return st;
     return zf_grid_runs(&a->grid, eb, ee, write_run, &w);
 }
@@ -541,7 +561,7 @@ static zf_status writeback(void *ctx, zf_cache_entry *e, zf_err *err)
     zf_array *a = ctx;
     if (a->nlevels)
         return writeback_shard(a, e, err);
-    zf_cache_entry_lock(e);
+    zf_cache_entry_lock_settled(a->cache, e); /* not in the middle of a write */
     zf_status st = ZF_OK;
     if (zf_cache_entry_is_dirty(e) && !zf_cache_entry_behind_stale(e)) {
         uint64_t cc[ZF_MAX_DIMS];

@@ -32,6 +32,7 @@ struct zf_cache_entry {
     bool dirty;
     bool behind;                      /* queued for a write-behind (zf_cache_write_behind) */
     uint64_t writes;                  /* zf_cache_mark_dirty calls (under the entry's lock) */
+    unsigned writing;                 /* writes in progress (zf_cache_write_begin), under mu */
     const zf_cache_owner *owner;      /* while dirty */
     void *record;                     /* the owner's record of the entry (malloc'd) */
     double dirtied, touched;          /* first and last write while dirty (monotonic s) */
@@ -365,6 +366,37 @@ void zf_cache_mark_dirty(zf_cache *c, zf_cache_entry *e, const zf_cache_owner *o
         c->stats.dirty_entries++;
     }
     pthread_mutex_unlock(&c->mu);
+}
+
+void zf_cache_write_begin(zf_cache *c, zf_cache_entry *e)
+{
+    pthread_mutex_lock(&c->mu);
+    e->writing++;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void zf_cache_write_end(zf_cache *c, zf_cache_entry *e)
+{
+    pthread_mutex_lock(&c->mu);
+    if (--e->writing == 0)
+        pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void zf_cache_entry_lock_settled(zf_cache *c, zf_cache_entry *e)
+{
+    for (;;) {
+        pthread_mutex_lock(&e->lock);
+        pthread_mutex_lock(&c->mu);
+        if (e->writing == 0) {
+            pthread_mutex_unlock(&c->mu);
+            return; /* a write starting now waits for this lock before it changes anything */
+        }
+        pthread_mutex_unlock(&e->lock);
+        while (e->writing > 0)
+            pthread_cond_wait(&c->cv, &c->mu);
+        pthread_mutex_unlock(&c->mu);
+    }
 }
 
 void zf_cache_mark_clean(zf_cache *c, zf_cache_entry *e)
