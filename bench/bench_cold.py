@@ -47,8 +47,11 @@ cache_size + 64 MiB.
 
 Random reads (in the first pass only; ZF_BENCH_COLD_RANDOM=0 skips them): bench.py's
 measurement, reused: ZF_BENCH_COLD_RANDOM (20000) random 4 KiB-aligned os.pread(4096)s on a fresh
-zarrfs mount, cached and direct, and zarr-python reading the same 4096 bytes as z[i, j:j+1024]
-(harness.zarr_random), time-boxed to ZF_BENCH_ZARR_RANDOM_S (5) seconds; every read checked.
+zarrfs mount, cached and direct, the same preads through the direct passthrough (a FUSE request,
+a pread of the raw file and a reply per read: the daemon-side cost of a read when nothing is
+decoded), and zarr-python reading the same 4096 bytes as
+z[i, j:j+1024] (harness.zarr_random), time-boxed to ZF_BENCH_ZARR_RANDOM_S (5) seconds; every
+read checked.
 
 MB = 1e6 bytes. Medians over the repetitions; ratios (zarrfs / passthrough in the same mode,
 zarrfs / zarr-python) are taken within each repetition, then their median, and set against the
@@ -241,13 +244,14 @@ def one_rep(codec, store, raw, ref, rep, mode):
     return r
 
 
-def random_rep(store, ref, rep):
-    """bench.py's random reads: zarrfs cached and direct (fresh mounts), zarr-python time-boxed."""
+def random_rep(store, raw, ref, rep):
+    """bench.py's random reads: zarrfs cached and direct (fresh mounts), the direct passthrough
+    (one request, one pread of the file, one reply per read), zarr-python time-boxed."""
     offsets = h.random_offsets(1000 + rep, CFG["random"], NBYTES)
     r = {}
-    for side in ("zf", "zfd"):
-        with mount(side, store, None) as d, h.Watchdog(d, "%s random preads" % SIDE_LABEL[side],
-                                                        CFG["phase_timeout"]):
+    for side in ("zf", "zfd", "ptd"):
+        with mount(side, store, raw) as d, h.Watchdog(d, "%s random preads" % SIDE_LABEL[side],
+                                                       CFG["phase_timeout"]):
             d.readahead_kb(CFG["readahead_kb"])
             ends, blobs = h.timed_preads(d.file, offsets)
             r["random_%s_hwm_mib" % side] = d.hwm_mib()
@@ -258,10 +262,12 @@ def random_rep(store, ref, rep):
     r["zarr_random_n"], r["zarr_random_rps"] = n, n / t
     r["random_ratio"] = r["random_zf_rps"] / r["zarr_random_rps"]
     r["random_d_ratio"] = r["random_zfd_rps"] / r["zarr_random_rps"]
-    log("  rep %d random 4 KiB: zarrfs %6.0f / direct %6.0f reads/s, zarr-python %5.0f reads/s "
-        "(n=%d): x%.0f / x%.0f" % (rep + 1, r["random_zf_rps"], r["random_zfd_rps"],
-                                   r["zarr_random_rps"], n, r["random_ratio"],
-                                   r["random_d_ratio"]))
+    r["random_ptd_ratio"] = r["random_ptd_rps"] / r["zarr_random_rps"]
+    r["random_d_pt_ratio"] = r["random_zfd_rps"] / r["random_ptd_rps"]
+    log("  rep %d random 4 KiB: zarrfs %6.0f / direct %6.0f reads/s, passthrough direct %6.0f, "
+        "zarr-python %5.0f reads/s (n=%d): x%.0f / x%.0f" % (
+            rep + 1, r["random_zf_rps"], r["random_zfd_rps"], r["random_ptd_rps"],
+            r["zarr_random_rps"], n, r["random_ratio"], r["random_d_ratio"]))
     return r
 
 
@@ -346,7 +352,7 @@ def run_codec(codec, raw, stamp):
         for m in modes():
             res["modes"][m]["reps"].append(one_rep(codec, store, raw, ref, rep, m))
         if CFG["random"] > 0:
-            res["random"]["reps"].append(random_rep(store, ref, rep))
+            res["random"]["reps"].append(random_rep(store, raw, ref, rep))
     for m in modes():
         res["modes"][m].update(h.summarize(res["modes"][m]["reps"]))
     if CFG["random"] > 0:
@@ -436,19 +442,22 @@ def markdown(results, cfg):
             "Random 4 KiB `pread`s (%d per mount, fresh mounts; zarr-python reads the same bytes "
             "as `z[i, j:j+1024]`, time-boxed to %.0f s):" % (cfg["random"], cfg["zarr_random_s"]),
             "",
-            "| codec | zarrfs cached reads/s | zarrfs direct reads/s | zarr-python reads/s (n) "
-            "| direct / zarr-python (target) | cached / zarr-python | daemon peak RSS MiB: "
-            "cached / direct (limit) |",
-            "|---|--:|--:|--:|--:|--:|--:|",
+            "| codec | zarrfs cached reads/s | zarrfs direct reads/s | passthrough direct "
+            "reads/s | zarr-python reads/s (n) | direct / zarr-python (target) | passthrough "
+            "direct / zarr-python | direct zarrfs / passthrough | cached / "
+            "zarr-python | daemon peak RSS MiB: cached / direct (limit) |",
+            "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
         ]
         for r in rand:
             med, mx = r["random"]["median"], r["random"]["max"]
             v = med["random_d_ratio"]
-            lines.append("| %s | %.0f | %.0f | %.1f (%d) | **%.0f** (≥ %.0f %s) | %.0f "
-                         "| %.0f / %s |" % (
+            lines.append("| %s | %.0f | %.0f | %.0f | %.1f (%d) | **%.0f** (≥ %.0f %s) | %.0f "
+                         "| %.2f | %.0f | %.0f / %s |" % (
                              r["label"], med["random_zf_rps"], med["random_zfd_rps"],
-                             med["zarr_random_rps"], med["zarr_random_n"], v, RANDOM_TARGET,
-                             "✓" if v >= RANDOM_TARGET else "✗", med["random_ratio"],
+                             med["random_ptd_rps"], med["zarr_random_rps"],
+                             med["zarr_random_n"], v, RANDOM_TARGET,
+                             "✓" if v >= RANDOM_TARGET else "✗", med["random_ptd_ratio"],
+                             med["random_d_pt_ratio"], med["random_ratio"],
                              mx["random_zf_hwm_mib"], h.limit_cell(mx["random_zfd_hwm_mib"],
                                                                   limit)))
     profiles = [r for r in results if r.get("perf")]
