@@ -1,7 +1,7 @@
 /* Unit tests for the chunk cache's write side (cache.h, "writing"): dirty entries are pinned past
  * the capacity, flushes call the owner's writeback for exactly the selected entries (array id,
  * idle, max_age, max_bytes oldest first), failures keep entries dirty, peek and drop, set_data,
- * flushes on a worker pool. The owner here records which chunks it was asked to store. */
+ * flushes on a worker pool, write-behind, flushes waiting for writes in progress. The owner here records which chunks it was asked to store. */
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -60,7 +60,7 @@ static zf_status rec_writeback(void *ctx, zf_cache_entry *e, zf_err *err)
     rec_owner *o = ctx;
     if (o->delay_us)
         usleep(o->delay_us);
-    zf_cache_entry_lock(e);
+    zf_cache_entry_lock_settled(o->c, e); /* as the array's writeback: never mid-write */
     uint64_t chunk = zf_cache_entry_chunk(e);
     pthread_mutex_lock(&o->mu);
     if (o->ntried < MAXREC)
@@ -70,7 +70,7 @@ static zf_status rec_writeback(void *ctx, zf_cache_entry *e, zf_err *err)
     for (int i = 0; i < 4; i++)
         if (o->fail[i] == chunk)
             st = zf_fail(err, ZF_ERR_IO, "disk full storing %llu", (unsigned long long)chunk);
-    if (st == ZF_OK && zf_cache_entry_is_dirty(e)) {
+    if (st == ZF_OK && zf_cache_entry_is_dirty(e) && !zf_cache_entry_behind_stale(e)) {
         pthread_mutex_lock(&o->mu);
         if (o->nstored < MAXREC) {
             o->stored_byte[o->nstored] = ((const uint8_t *)zf_cache_entry_data(e))[0];
@@ -756,8 +756,146 @@ START_TEST(concurrent_writes_and_flushes)
 }
 END_TEST
 
+/* ---------- write-behind ---------- */
+
+/* Pin and lock (array_id, chunk), set its first byte, mark it dirty; left pinned and locked. */
+static zf_cache_entry *write_locked(zf_cache *c, uint64_t chunk, uint8_t byte, rec_owner *o)
+{
+    zf_cache_entry *e;
+    ck_assert_int_eq(zf_cache_get(c, 1, chunk, load_ok, NULL, &e, NULL), ZF_OK);
+    zf_cache_entry_lock(e);
+    ((uint8_t *)zf_cache_entry_wdata(e))[0] = byte;
+    zf_cache_mark_dirty(c, e, &o->owner);
+    return e;
+}
+
+/* Wait (up to 5 s) until the cache counted n writebacks. */
+static void wait_writebacks(zf_cache *c, uint64_t n)
+{
+    for (int i = 0; i < 5000 && stats(c).writebacks < n; i++)
+        usleep(1000);
+    ck_assert_uint_eq(stats(c).writebacks, n);
+}
+
+/* A write-behind stores the entry on the pool without anyone waiting, once; queueing it again
+ * while queued, or a clean entry, does nothing; stored and held by nobody, it leaves the cache
+ * (its bytes no longer counted). Without a pool nothing is queued. */
+START_TEST(write_behind_stores_then_drops)
+{
+    zf_cache *c;
+    ck_assert_int_eq(zf_cache_new(1000, &c), ZF_OK);
+    rec_owner o;
+    owner_init(&o, c);
+    zf_cache_entry *e = write_locked(c, 7, 42, &o);
+    ck_assert(!zf_cache_write_behind(c, e)); /* no pool */
+    zf_cache_entry_unlock(e);
+    zf_cache_release(c, e);
+    zf_pool *pool;
+    ck_assert_int_eq(zf_pool_new(2, &pool), ZF_OK);
+    zf_cache_set_writeback_pool(c, pool);
+    o.delay_us = 20000; /* the task stores after the writer let go of the entry */
+    e = write_locked(c, 7, 43, &o);
+    ck_assert(zf_cache_write_behind(c, e));
+    ck_assert(!zf_cache_write_behind(c, e)); /* already queued */
+    zf_cache_entry_unlock(e);
+    zf_cache_release(c, e);
+    wait_writebacks(c, 1);
+    zf_pool_free(pool); /* drained: the task has finished */
+    zf_cache_set_writeback_pool(c, NULL);
+    ck_assert_uint_eq(o.nstored, 1);
+    ck_assert_uint_eq(o.stored[0], 7);
+    ck_assert_uint_eq(o.stored_byte[0], 43);
+    zf_cache_stats s = stats(c);
+    ck_assert_uint_eq(s.write_behinds, 1);
+    ck_assert_uint_eq(s.dirty_entries, 0);
+    ck_assert_uint_eq(s.entries, 0); /* dropped behind the writer */
+    ck_assert_uint_eq(s.bytes, 0);
+    zf_cache_entry *p;
+    ck_assert_int_eq(zf_cache_peek(c, 1, 7, &p), ZF_ERR_NOT_FOUND);
+    zf_cache_free(c);
+}
+END_TEST
+
+/* Written again before its write-behind ran, an entry is not stored by it (that would store the
+ * later state, which a write may have left half done): it stays dirty, and the next flush stores
+ * the last state. */
+START_TEST(write_behind_leaves_a_later_state_to_the_flush)
+{
+    zf_cache *c;
+    ck_assert_int_eq(zf_cache_new(1000, &c), ZF_OK);
+    zf_pool *pool;
+    ck_assert_int_eq(zf_pool_new(2, &pool), ZF_OK);
+    zf_cache_set_writeback_pool(c, pool);
+    rec_owner o;
+    owner_init(&o, c);
+    o.delay_us = 20000;
+    zf_cache_entry *e = write_locked(c, 3, 1, &o);
+    ck_assert(zf_cache_write_behind(c, e));
+    ((uint8_t *)zf_cache_entry_wdata(e))[0] = 2; /* a second write, before the task runs */
+    zf_cache_mark_dirty(c, e, &o.owner);
+    zf_cache_entry_unlock(e);
+    zf_cache_release(c, e);
+    wait_writebacks(c, 1);
+    ck_assert_uint_eq(o.nstored, 0);
+    ck_assert(is_dirty(c, 1, 3));
+    o.delay_us = 0;
+    zf_err err = {""};
+    ck_assert_int_eq(zf_cache_flush(c, ZF_CACHE_ALL, 0, 0, 0, &err), ZF_OK);
+    ck_assert_uint_eq(o.nstored, 1);
+    ck_assert_uint_eq(o.stored_byte[0], 2);
+    ck_assert(!is_dirty(c, 1, 3));
+    zf_cache_set_writeback_pool(c, NULL);
+    zf_pool_free(pool);
+    zf_cache_free(c);
+}
+END_TEST
+
+typedef struct flush_arg {
+    zf_cache *c;
+    zf_status st;
+} flush_arg;
+
+static void *flusher(void *p)
+{
+    flush_arg *a = p;
+    zf_err err = {""};
+    a->st = zf_cache_flush(a->c, ZF_CACHE_ALL, 0, 0, 0, &err);
+    return NULL;
+}
+
+/* A flush meeting an entry in the middle of a write (zf_cache_write_begin .. _end) waits for the
+ * write's end and stores what the whole write left, never a part of it. */
+START_TEST(flush_waits_for_a_write_in_progress)
+{
+    zf_cache *c;
+    ck_assert_int_eq(zf_cache_new(1000, &c), ZF_OK);
+    rec_owner o;
+    owner_init(&o, c);
+    zf_cache_entry *e = write_locked(c, 9, 1, &o); /* the write's first run */
+    zf_cache_write_begin(c, e);
+    zf_cache_entry_unlock(e);
+    flush_arg a = {c, ZF_ERR_IO};
+    pthread_t t;
+    pthread_create(&t, NULL, flusher, &a);
+    usleep(30000);
+    ck_assert_uint_eq(o.nstored, 0); /* waiting */
+    zf_cache_entry_lock(e); /* the write's second run */
+    ((uint8_t *)zf_cache_entry_wdata(e))[0] = 5;
+    zf_cache_mark_dirty(c, e, &o.owner);
+    zf_cache_write_end(c, e);
+    zf_cache_entry_unlock(e);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(a.st, ZF_OK);
+    ck_assert_uint_eq(o.nstored, 1);
+    ck_assert_uint_eq(o.stored_byte[0], 5);
+    zf_cache_release(c, e);
+    zf_cache_free(c);
+}
+END_TEST
+
 ZF_CHECK_MAIN("cache-write", dirty_entries_outlive_the_capacity, flush_selects_by_array_id,
               flush_max_bytes_oldest_first, flush_idle_and_max_age, failed_writeback_stays_dirty,
               mark_clean_makes_evictable, peek_pins_without_loading, drop_clean_keep_dirty,
               set_data_on_absent_entry, set_data_on_dropped_entry_keeps_bytes_right,
-              flush_on_pool, concurrent_writes_and_flushes)
+              flush_on_pool, concurrent_writes_and_flushes, write_behind_stores_then_drops,
+              write_behind_leaves_a_later_state_to_the_flush, flush_waits_for_a_write_in_progress)
