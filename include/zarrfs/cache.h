@@ -33,7 +33,7 @@ typedef struct zf_cache_stats {
     size_t bytes, entries;
     size_t dirty_bytes, dirty_entries;        /* written, not yet stored */
     uint64_t writebacks, writeback_failures;  /* writeback calls and their failures */
-    uint64_t write_behinds;                   /* of them, queued by zf_cache_write_behind */
+    uint64_t write_behinds;                   /* of them, write-behinds (zf_cache_write_behind) */
 } zf_cache_stats;
 
 /* capacity in bytes of decoded data (absent entries count 64 bytes). Errors: ZF_ERR_NOMEM. */

@@ -225,9 +225,9 @@ static zf_status load_for_write(void *ctx, uint64_t chunk, void **data, size_t *
     load_ctx *l = ctx;
     if (!l->covered)
         return zf_array_load_chunk(l->a, chunk, data, size, record, err);
-    /* Built whole before the cache shows it: readers never see part fill, part written. */
-    /* every element inside the array comes from the write; those of an edge chunk outside it
-     * are the fill value, as zarr-python stores them */
+    /* Built whole before the cache shows it: readers never see part fill, part written. Every
+     * element inside the array comes from the write; those of an edge chunk outside it are the
+     * fill value, as zarr-python stores them. */
     uint8_t *p = fill_chunk(l->a, elems_inside(l->a, chunk) < l->a->chunk_nbytes / l->a->itemsize);
     if (!p)
         return ZF_ERR_NOMEM;
@@ -316,7 +316,7 @@ static void write_done(write_ctx *w, zf_cache_entry *e, bool was_whole)
     zf_cache_release(w->a->cache, e);
 }
 
-/* One run, its chunk locked just for it: writes touching more chunks than WRITE_LOCKED. */
+/* One run, its chunk locked just for it: writes of shards, and of more chunks than WRITE_HELD. */
 static zf_status write_run(void *ctx, const zf_run *run)
 {
     write_ctx *w = ctx;

@@ -471,16 +471,25 @@ typedef struct flush_task {
     const zf_cache_owner *owner;
 } flush_task;
 
-/* One writeback, then unpin; the first failure is kept. */
+/* One writeback, then unpin; the first failure is kept. behind: a write-behind's (counted as
+ * such; stored, not written again meanwhile and held by nobody else, the entry then leaves the
+ * cache — drop-behind — so that its buffer serves the writer's next chunk rather than fresh
+ * memory. Never while pinned elsewhere: a writer holding it would write into an entry the table
+ * no longer has while the next writer loads another copy). */
 static zf_status writeback_one(zf_cache *c, zf_cache_entry *e, const zf_cache_owner *owner,
-                               zf_err *err)
+                               bool behind, zf_err *err)
 {
     zf_err werr = {""};
     zf_status st = owner->writeback(owner->ctx, e, &werr);
     pthread_mutex_lock(&c->mu);
     c->stats.writebacks++;
+    c->stats.write_behinds += behind;
     if (st != ZF_OK)
         c->stats.writeback_failures++;
+    if (behind && st == ZF_OK && !e->dirty && !e->orphan && e->state == READY && e->refs == 1) {
+        table_remove(c, e);
+        e->orphan = true;
+    }
     unpin_locked(c, e);
     pthread_mutex_unlock(&c->mu);
     if (st != ZF_OK)
@@ -493,7 +502,7 @@ static void flush_task_run(void *arg)
     flush_task *t = arg;
     flush_job *j = t->job;
     zf_err err = {""};
-    zf_status st = writeback_one(j->c, t->e, t->owner, &err);
+    zf_status st = writeback_one(j->c, t->e, t->owner, false, &err);
     pthread_mutex_lock(&j->mu);
     if (st != ZF_OK && j->first == ZF_OK) {
         j->first = st;
@@ -528,27 +537,13 @@ static void behind_run(void *arg)
     e->behind = false; /* a write from now on may queue it again */
     const zf_cache_owner *owner = e->owner;
     pthread_mutex_unlock(&c->mu);
-    zf_err err = {""};
     /* A failure leaves the entry dirty: the next flush (fsync, close, the timer) tries again
      * and reports it. */
+    zf_err err = {""};
     running_behind = t;
-    zf_status st = owner->writeback(owner->ctx, e, &err);
+    writeback_one(c, e, owner, true, &err);
     running_behind = NULL;
     free(t);
-    pthread_mutex_lock(&c->mu);
-    c->stats.writebacks++;
-    if (st != ZF_OK)
-        c->stats.writeback_failures++;
-    /* Stored, not written again meanwhile, and nobody else holding it: it leaves the cache
-     * (drop-behind), so that its buffer serves the writer's next chunk rather than fresh memory
-     * (zf_free_chunk keeps it). Never while pinned elsewhere: a writer holding it would write
-     * into an entry the table no longer has while the next writer loads another copy. */
-    if (st == ZF_OK && !e->dirty && !e->orphan && e->state == READY && e->refs == 1) {
-        table_remove(c, e);
-        e->orphan = true;
-    }
-    unpin_locked(c, e);
-    pthread_mutex_unlock(&c->mu);
 }
 
 bool zf_cache_write_behind(zf_cache *c, zf_cache_entry *e)
@@ -563,7 +558,6 @@ bool zf_cache_write_behind(zf_cache *c, zf_cache_entry *e)
     if (queue) {
         e->behind = true;
         e->refs++; /* the task's pin */
-        c->stats.write_behinds++;
     }
     pthread_mutex_unlock(&c->mu);
     if (queue && zf_pool_submit(pool, behind_run, t) == ZF_OK)
@@ -571,7 +565,6 @@ bool zf_cache_write_behind(zf_cache *c, zf_cache_entry *e)
     if (queue) { /* cannot queue: the next flush stores it */
         pthread_mutex_lock(&c->mu);
         e->behind = false;
-        c->stats.write_behinds--;
         unpin_locked(c, e);
         pthread_mutex_unlock(&c->mu);
     }
@@ -635,7 +628,7 @@ zf_status zf_cache_flush(zf_cache *c, uint64_t array_id, double idle, double max
     } else {
         for (size_t i = 0; i < n; i++) {
             zf_err werr = {""};
-            zf_status st = writeback_one(c, sel[i], owners[i], &werr);
+            zf_status st = writeback_one(c, sel[i], owners[i], false, &werr);
             if (st != ZF_OK && first == ZF_OK) {
                 first = st;
                 zf_fail(err, st, "%s", werr.msg);

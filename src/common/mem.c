@@ -79,6 +79,17 @@ static void *alloc_huge(size_t n)
     return p;
 }
 
+/* Take pool slot i out (mu held), the later ones moving up. */
+static slot pool_take(size_t i)
+{
+    slot s = pool[i];
+    for (size_t j = i; j + 1 < npool; j++)
+        pool[j] = pool[j + 1];
+    npool--;
+    pool_bytes -= s.n;
+    return s;
+}
+
 void *zf_alloc_bulk(size_t n)
 {
     return n < HUGE_PAGE ? malloc(n ? n : 1) : alloc_huge(n);
@@ -93,11 +104,7 @@ void *zf_alloc_chunk(size_t n)
     for (size_t i = npool; i-- > 0;) {
         if (pool[i].n != n)
             continue;
-        void *p = pool[i].p;
-        for (size_t j = i; j + 1 < npool; j++)
-            pool[j] = pool[j + 1];
-        npool--;
-        pool_bytes -= n;
+        void *p = pool_take(i).p;
         stats.reused++;
         pthread_mutex_unlock(&mu);
         return p;
@@ -138,11 +145,7 @@ void zf_free_chunk(void *p, size_t n)
     }
     n = reg[i].n;
     while (npool > 0 && (npool == POOL_SLOTS || pool_bytes + n > POOL_BYTES)) {
-        slot old = pool[0]; /* make room: the oldest goes */
-        for (size_t j = 0; j + 1 < npool; j++)
-            pool[j] = pool[j + 1];
-        npool--;
-        pool_bytes -= old.n;
+        slot old = pool_take(0); /* make room: the oldest goes */
         size_t k = reg_find(old.p);
         if (k != SIZE_MAX)
             reg_remove(k);
@@ -160,8 +163,7 @@ void zf_mem_trim(void)
 {
     pthread_mutex_lock(&mu);
     while (npool > 0) {
-        slot s = pool[--npool];
-        pool_bytes -= s.n;
+        slot s = pool_take(npool - 1);
         size_t k = reg_find(s.p);
         if (k != SIZE_MAX)
             reg_remove(k);

@@ -1,7 +1,8 @@
 /* Unit tests for the chunk cache's write side (cache.h, "writing"): dirty entries are pinned past
  * the capacity, flushes call the owner's writeback for exactly the selected entries (array id,
  * idle, max_age, max_bytes oldest first), failures keep entries dirty, peek and drop, set_data,
- * flushes on a worker pool, write-behind, flushes waiting for writes in progress. The owner here records which chunks it was asked to store. */
+ * flushes on a worker pool, write-behind, flushes waiting for writes in progress. The owner here
+ * records which chunks it was asked to store. */
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -140,6 +141,22 @@ static zf_cache_stats stats(zf_cache *c)
     zf_cache_stats s;
     zf_cache_get_stats(c, &s);
     return s;
+}
+
+/* A writeback pool of `threads` workers for c. */
+static zf_pool *use_pool(zf_cache *c, unsigned threads)
+{
+    zf_pool *pool;
+    ck_assert_int_eq(zf_pool_new(threads, &pool), ZF_OK);
+    zf_cache_set_writeback_pool(c, pool);
+    return pool;
+}
+
+/* Take the pool from c and free it (its queued tasks run first). */
+static void stop_pool(zf_cache *c, zf_pool *pool)
+{
+    zf_cache_set_writeback_pool(c, NULL);
+    zf_pool_free(pool);
 }
 
 /* ---------- tests ---------- */
@@ -636,9 +653,7 @@ START_TEST(flush_on_pool)
 {
     zf_cache *c;
     ck_assert_int_eq(zf_cache_new(1000, &c), ZF_OK);
-    zf_pool *pool;
-    ck_assert_int_eq(zf_pool_new(4, &pool), ZF_OK);
-    zf_cache_set_writeback_pool(c, pool);
+    zf_pool *pool = use_pool(c, 4);
     rec_owner o1, o2;
     owner_init(&o1, c);
     owner_init(&o2, c);
@@ -694,8 +709,7 @@ START_TEST(flush_on_pool)
     ck_assert_uint_eq(s.dirty_bytes, 0);
     ck_assert_uint_eq(s.writebacks, NE + 2 + NE);
     ck_assert_uint_le(s.bytes, 1000);
-    zf_cache_set_writeback_pool(c, NULL);
-    zf_pool_free(pool);
+    stop_pool(c, pool);
     zf_cache_free(c);
 }
 END_TEST
@@ -724,9 +738,7 @@ START_TEST(concurrent_writes_and_flushes)
 {
     zf_cache *c;
     ck_assert_int_eq(zf_cache_new(2000, &c), ZF_OK);
-    zf_pool *pool;
-    ck_assert_int_eq(zf_pool_new(3, &pool), ZF_OK);
-    zf_cache_set_writeback_pool(c, pool);
+    zf_pool *pool = use_pool(c, 3);
     rec_owner o;
     owner_init(&o, c);
     pthread_t t[6];
@@ -750,8 +762,7 @@ START_TEST(concurrent_writes_and_flushes)
     ck_assert_uint_lt(o.nstored, MAXREC);
     for (int k = 0; k < 48; k++)
         ck_assert_msg(last[k] == 20, "chunk %d last stored with %u", k, last[k]);
-    zf_cache_set_writeback_pool(c, NULL);
-    zf_pool_free(pool);
+    stop_pool(c, pool);
     zf_cache_free(c);
 }
 END_TEST
@@ -777,6 +788,30 @@ static void wait_writebacks(zf_cache *c, uint64_t n)
     ck_assert_uint_eq(stats(c).writebacks, n);
 }
 
+/* A pool task that holds its worker until `open` is set. */
+typedef struct blocker {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool open;
+} blocker;
+
+static void blocker_run(void *arg)
+{
+    blocker *b = arg;
+    pthread_mutex_lock(&b->mu);
+    while (!b->open)
+        pthread_cond_wait(&b->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void blocker_open(blocker *b)
+{
+    pthread_mutex_lock(&b->mu);
+    b->open = true;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
 /* A write-behind stores the entry on the pool without anyone waiting, once; queueing it again
  * while queued, or a clean entry, does nothing; stored and held by nobody, it leaves the cache
  * (its bytes no longer counted). Without a pool nothing is queued. */
@@ -790,18 +825,17 @@ START_TEST(write_behind_stores_then_drops)
     ck_assert(!zf_cache_write_behind(c, e)); /* no pool */
     zf_cache_entry_unlock(e);
     zf_cache_release(c, e);
-    zf_pool *pool;
-    ck_assert_int_eq(zf_pool_new(2, &pool), ZF_OK);
-    zf_cache_set_writeback_pool(c, pool);
-    o.delay_us = 20000; /* the task stores after the writer let go of the entry */
+    zf_pool *pool = use_pool(c, 1);
+    blocker b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+    ck_assert_int_eq(zf_pool_submit(pool, blocker_run, &b), ZF_OK); /* the worker waits */
     e = write_locked(c, 7, 43, &o);
     ck_assert(zf_cache_write_behind(c, e));
     ck_assert(!zf_cache_write_behind(c, e)); /* already queued */
     zf_cache_entry_unlock(e);
-    zf_cache_release(c, e);
+    zf_cache_release(c, e); /* the task stores after the writer let go of the entry */
+    blocker_open(&b);
     wait_writebacks(c, 1);
-    zf_pool_free(pool); /* drained: the task has finished */
-    zf_cache_set_writeback_pool(c, NULL);
+    stop_pool(c, pool); /* drained: the task has finished */
     ck_assert_uint_eq(o.nstored, 1);
     ck_assert_uint_eq(o.stored[0], 7);
     ck_assert_uint_eq(o.stored_byte[0], 43);
@@ -823,9 +857,7 @@ START_TEST(write_behind_leaves_a_later_state_to_the_flush)
 {
     zf_cache *c;
     ck_assert_int_eq(zf_cache_new(1000, &c), ZF_OK);
-    zf_pool *pool;
-    ck_assert_int_eq(zf_pool_new(2, &pool), ZF_OK);
-    zf_cache_set_writeback_pool(c, pool);
+    zf_pool *pool = use_pool(c, 2);
     rec_owner o;
     owner_init(&o, c);
     o.delay_us = 20000;
@@ -844,8 +876,7 @@ START_TEST(write_behind_leaves_a_later_state_to_the_flush)
     ck_assert_uint_eq(o.nstored, 1);
     ck_assert_uint_eq(o.stored_byte[0], 2);
     ck_assert(!is_dirty(c, 1, 3));
-    zf_cache_set_writeback_pool(c, NULL);
-    zf_pool_free(pool);
+    stop_pool(c, pool);
     zf_cache_free(c);
 }
 END_TEST
