@@ -79,17 +79,19 @@ typedef struct zf_hierarchy_options {
 
 /* Sidecars (-o sidecars): for an array file NAME, NAME.hdr (ENVI), NAME.mhd (MetaImage),
  * NAME.nhdr (detached NRRD) name NAME as their raw data; NAME.npy is an NPY header followed by
- * the array's bytes. Each exists only for arrays its format can describe; a real node of the
+ * the array's bytes, NAME.tif a TIFF header (pages over the leading dimensions, OME-XML) followed
+ * by them. Each exists only for arrays its format can describe; a real node of the
  * same name wins. */
 enum {
     ZF_SIDECAR_ENVI = 1u << 0,
     ZF_SIDECAR_MHD = 1u << 1,
     ZF_SIDECAR_NHDR = 1u << 2,
     ZF_SIDECAR_NPY = 1u << 3,
-    ZF_SIDECAR_ALL = 0xfu,
+    ZF_SIDECAR_TIFF = 1u << 4,
+    ZF_SIDECAR_ALL = 0x1fu,
 };
-#define ZF_SIDECAR_KINDS 4 /* how many kinds there are */
-/* Parse "envi,mhd,nhdr,npy" (any subset; "hdr" is "envi") into ZF_SIDECAR_* bits. False on an
+#define ZF_SIDECAR_KINDS 5 /* how many kinds there are */
+/* Parse "envi,mhd,nhdr,npy,tif" (any subset; "hdr" is "envi", "tiff" is "tif") into ZF_SIDECAR_* bits. False on an
  * unknown name. */
 bool zf_sidecars_parse(const char *list, unsigned *bits);
 

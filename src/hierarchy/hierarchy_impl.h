@@ -112,6 +112,18 @@ void zf_h_sidecar_refresh(zf_hierarchy *h, zf_node *n);
 bool zf_h_sidecar_current(zf_hierarchy *h, const zf_node *n);
 zf_status zf_h_sidecar_names(zf_hierarchy *h, const zf_node *node, const char *name,
                              char ***names, size_t *n, size_t *cap);
+/* The header of a TIFF view (tiff.c; TIFF 6.0 sections 2 and 8, BigTIFF when the view passes
+ * 4 GiB): for an array of ndim >= 2 dimensions `shape` (elements) of plain numbers (kind 'u',
+ * 'i', 'f', 'c' and size in bytes: u/i 1-8, f 2-8, c 8 or 16), in the byte order of its flat
+ * bytes, with `description` (ASCII text, NULL for none) as the first page's ImageDescription:
+ * one page per plane of the last two dimensions, in C order, its strips (about 1 MiB each)
+ * pointing at the array's flat bytes placed right after the header, at offset *out_len.
+ * *out (malloc'd) and *out_len get the header; with out NULL, only whether there is one.
+ * ZF_ERR_NOT_FOUND with *why: no TIFF for this array (fewer than 2 dimensions, another data
+ * type, an empty array, a plane of 2^32 rows or columns, a header over 64 MiB); ZF_ERR_NOMEM. */
+zf_status zf_h_tiff_header(unsigned ndim, const uint64_t *shape, char kind, unsigned size,
+                           bool big_endian, const char *description, unsigned char **out,
+                           size_t *out_len, const char **why);
 /* Count a change of some node's metadata or attributes, after the node holds the new values:
  * derived headers made before it are remade when next used (zf_h_sidecar_refresh). */
 void zf_h_meta_changed(zf_hierarchy *h);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "hierarchy_impl.h"
 #include "zarrfs/json.h"
@@ -20,13 +21,40 @@
 typedef struct geom {
     double spacing[ZF_MAX_DIMS], origin[ZF_MAX_DIMS];
     char *labels[ZF_MAX_DIMS]; /* NULL when unknown */
+    char *units[ZF_MAX_DIMS];  /* OME-Zarr axes' units ("micrometer"); NULL when not given */
     bool has_labels;
+    bool from_multiscales; /* spacing and origin came from OME-Zarr multiscales */
 } geom;
 
 static void geom_free(geom *g)
 {
-    for (size_t i = 0; i < ZF_MAX_DIMS; i++)
+    for (size_t i = 0; i < ZF_MAX_DIMS; i++) {
         free(g->labels[i]);
+        free(g->units[i]);
+    }
+}
+
+/* A text safe in every header: no quote, newline or backslash. */
+static char *plain_text(yajl_val x)
+{
+    return YAJL_IS_STRING(x) && !strpbrk(x->u.string, "\"\n\\") ? strdup(x->u.string) : NULL;
+}
+
+/* OME-Zarr axes (NGFF 0.4 and later: objects with name, type, unit; 0.3: names) of n
+ * dimensions: their units, and their names where no other labels are known. */
+static void apply_axes(yajl_val axes, unsigned n, geom *g)
+{
+    if (!YAJL_IS_ARRAY(axes) || axes->u.array.len != n)
+        return;
+    bool labels = !g->has_labels;
+    for (unsigned d = 0; d < n; d++) {
+        yajl_val ax = axes->u.array.values[d];
+        yajl_val name = YAJL_IS_STRING(ax) ? ax : zf_json_get(ax, "name");
+        if (labels)
+            g->labels[d] = plain_text(name);
+        g->units[d] = plain_text(zf_json_get(ax, "unit"));
+    }
+    g->has_labels = true;
 }
 
 /* Apply a list of coordinateTransformations (scale, translation) of n dimensions to g. */
@@ -95,9 +123,7 @@ static void find_geom(zf_hierarchy *h, zf_node *base, geom *g)
     if (YAJL_IS_ARRAY(names) && names->u.array.len == ndim) {
         g->has_labels = true;
         for (unsigned d = 0; d < ndim; d++) {
-            yajl_val x = names->u.array.values[d];
-            g->labels[d] = YAJL_IS_STRING(x) && !strpbrk(x->u.string, "\"\n\\")
-                               ? strdup(x->u.string) : NULL;
+            g->labels[d] = plain_text(names->u.array.values[d]);
         }
     }
     if (doc)
@@ -129,6 +155,8 @@ static void find_geom(zf_hierarchy *h, zf_node *base, geom *g)
             apply_transforms(zf_json_get(ds->u.array.values[j], "coordinateTransformations"),
                              ndim, g);
             apply_transforms(zf_json_get(m, "coordinateTransformations"), ndim, g);
+            apply_axes(zf_json_get(m, "axes"), ndim, g);
+            g->from_multiscales = true;
             yajl_tree_free(doc);
             return;
         }
@@ -143,7 +171,7 @@ typedef struct kind_info {
 
 static const kind_info KINDS[] = {
     {ZF_SIDECAR_ENVI, ".hdr"}, {ZF_SIDECAR_MHD, ".mhd"},
-    {ZF_SIDECAR_NHDR, ".nhdr"}, {ZF_SIDECAR_NPY, ".npy"},
+    {ZF_SIDECAR_NHDR, ".nhdr"}, {ZF_SIDECAR_NPY, ".npy"}, {ZF_SIDECAR_TIFF, ".tif"},
 };
 #define NKINDS (sizeof KINDS / sizeof KINDS[0])
 _Static_assert(NKINDS == ZF_SIDECAR_KINDS, "ZF_SIDECAR_KINDS in hierarchy.h");
@@ -164,6 +192,8 @@ bool zf_sidecars_parse(const char *list, unsigned *bits)
             *bits |= ZF_SIDECAR_NHDR;
         else if (l == 3 && strncmp(p, "npy", 3) == 0)
             *bits |= ZF_SIDECAR_NPY;
+        else if ((l == 3 && strncmp(p, "tif", 3) == 0) || (l == 4 && strncmp(p, "tiff", 4) == 0))
+            *bits |= ZF_SIDECAR_TIFF;
         else if (l != 0)
             return false;
         p += l;
@@ -371,11 +401,183 @@ static zf_status make_npy(const zf_array_meta *a, sbuf *b, const char **why)
     return ZF_OK;
 }
 
+/* OME's PixelType of a plain data type (OME-XML 2016-06, Pixels/@Type); NULL: none. */
+static const char *ome_type(char kind, unsigned size)
+{
+    static const struct { char kind; unsigned size; const char *name; } T[] = {
+        {'u', 1, "uint8"}, {'u', 2, "uint16"}, {'u', 4, "uint32"}, {'i', 1, "int8"},
+        {'i', 2, "int16"}, {'i', 4, "int32"}, {'f', 4, "float"}, {'f', 8, "double"},
+        {'c', 8, "complex"}, {'c', 16, "double-complex"},
+    };
+    for (size_t i = 0; i < sizeof T / sizeof *T; i++)
+        if (T[i].kind == kind && T[i].size == size)
+            return T[i].name;
+    return NULL;
+}
+
+/* OME's symbol of an OME-Zarr (UDUNITS-2) length unit, as an XML character reference where it
+ * is not ASCII (a TIFF description is 7-bit text); NULL: not a length OME names. */
+static const char *ome_length_unit(const char *u)
+{
+    static const char *const U[][2] = {
+        {"angstrom", "&#xC5;"}, {"picometer", "pm"}, {"nanometer", "nm"},
+        {"micrometer", "&#xB5;m"}, {"millimeter", "mm"}, {"centimeter", "cm"},
+        {"decimeter", "dm"}, {"meter", "m"}, {"kilometer", "km"}, {"inch", "in"},
+        {"foot", "ft"}, {"yard", "yd"}, {"mile", "mi"}, {"parsec", "pc"},
+    };
+    for (size_t i = 0; u && i < sizeof U / sizeof *U; i++)
+        if (strcmp(u, U[i][0]) == 0)
+            return U[i][1];
+    return NULL;
+}
+
+/* Which of OME's Z, C and T each leading dimension (all but the last two) of an n-D array is,
+ * from its label (z; c or channel; t or time) when every one has a distinct known label, else by
+ * position as in OME-Zarr's (t, c, z, y, x). False: more than three leading dimensions. */
+static bool ome_axes(unsigned n, const geom *g, char *letter)
+{
+    if (n < 2 || n > 5)
+        return false;
+    unsigned lead = n - 2;
+    bool named = g && g->has_labels;
+    for (unsigned d = 0; named && d < lead; d++) {
+        const char *l = g->labels[d];
+        letter[d] = !l ? 0
+                    : strcasecmp(l, "z") == 0 ? 'Z'
+                    : strcasecmp(l, "c") == 0 || strcasecmp(l, "channel") == 0 ? 'C'
+                    : strcasecmp(l, "t") == 0 || strcasecmp(l, "time") == 0 ? 'T' : 0;
+        for (unsigned e = 0; letter[d] && e < d; e++)
+            if (letter[e] == letter[d])
+                letter[d] = 0;
+        named = letter[d] != 0;
+    }
+    if (!named)
+        for (unsigned d = 0; d < lead; d++)
+            letter[d] = "TCZ"[3 - lead + d];
+    return true;
+}
+
+/* Printable ASCII with XML's five special characters escaped; false (nothing added) for any
+ * other byte. */
+static bool xml_text(sbuf *b, const char *t)
+{
+    for (const char *p = t; *p; p++)
+        if (*p < 0x20 || *p > 0x7e)
+            return false;
+    for (const char *p = t; *p; p++) {
+        const char *e = *p == '&' ? "&amp;" : *p == '<' ? "&lt;" : *p == '>' ? "&gt;"
+                        : *p == '"' ? "&quot;" : *p == '\'' ? "&apos;" : NULL;
+        if (e)
+            sb_printf(b, "%s", e);
+        else
+            sb_printf(b, "%c", *p);
+    }
+    return true;
+}
+
+/* The physical size attributes of OME dimension `letter` for array dimension d (only with
+ * OME-Zarr spacing and a length unit OME names: without a unit, OME would say micrometres). */
+static void ome_physical(sbuf *b, char letter, unsigned d, const geom *g)
+{
+    const char *unit = g && g->from_multiscales ? ome_length_unit(g->units[d]) : NULL;
+    double s = g ? g->spacing[d] : 0;
+    if (unit && s > 0 && s < 1e300)
+        sb_printf(b, " PhysicalSize%c=\"%.17g\" PhysicalSize%cUnit=\"%s\"", letter, s, letter,
+                  unit);
+}
+
+/* The first page's description of a TIFF view: OME-XML (OME 2016-06: Image, Pixels with sizes,
+ * dimension order, type, physical sizes, one TiffData for every plane) where OME can describe
+ * the array (2 to 5 dimensions, an OME pixel type, sizes below 2^31), else tifffile's "shaped"
+ * JSON ({"shape": [...]}) so that tifffile still gives the array's full shape. */
+static void tiff_description(sbuf *b, const char *name, const zf_array_meta *a, char kind,
+                             unsigned size, bool big, const geom *g)
+{
+    unsigned n = a->ndim;
+    char letter[3];
+    const char *type = ome_type(kind, size);
+    bool ome = type && ome_axes(n, g, letter);
+    for (unsigned d = 0; ome && d < n; d++)
+        ome = a->shape[d] <= INT32_MAX;
+    if (!ome) {
+        sb_printf(b, "{\"shape\": [");
+        for (unsigned d = 0; d < n; d++)
+            sb_printf(b, "%s%llu", d ? ", " : "", (unsigned long long)a->shape[d]);
+        sb_printf(b, "]}");
+        return;
+    }
+    unsigned long long size_of[3] = {1, 1, 1}, planes = 1; /* Z, C, T */
+    char order[6] = "XY";
+    size_t k = 2;
+    for (unsigned d = n - 2; d-- > 0;) { /* the fastest-varying leading dimension first */
+        size_of[strchr("ZCT", letter[d]) - "ZCT"] = a->shape[d];
+        order[k++] = letter[d];
+        planes *= a->shape[d];
+    }
+    for (const char *l = "ZCT"; *l; l++) /* the rest, of size 1 */
+        if (!memchr(order, *l, k))
+            order[k++] = *l;
+    order[5] = '\0';
+    sb_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                 "<OME xmlns=\"http://www.openmicroscopy.org/Schemas/OME/2016-06\" "
+                 "Creator=\"zarrfs\"><Image ID=\"Image:0\"");
+    size_t at = b->len;
+    sb_printf(b, " Name=\"");
+    if (xml_text(b, name))
+        sb_printf(b, "\"");
+    else if (!b->oom)
+        b->len = at; /* no name rather than a wrong one */
+    sb_printf(b, "><Pixels ID=\"Pixels:0\" DimensionOrder=\"%s\" Type=\"%s\" SizeX=\"%llu\" "
+                 "SizeY=\"%llu\" SizeZ=\"%llu\" SizeC=\"%llu\" SizeT=\"%llu\" BigEndian=\"%s\"",
+              order, type, (unsigned long long)a->shape[n - 1],
+              (unsigned long long)a->shape[n - 2], size_of[0], size_of[1], size_of[2],
+              big ? "true" : "false");
+    ome_physical(b, 'X', n - 1, g);
+    ome_physical(b, 'Y', n - 2, g);
+    for (unsigned d = 0; d + 2 < n; d++)
+        if (letter[d] == 'Z')
+            ome_physical(b, 'Z', d, g);
+    sb_printf(b, "><TiffData IFD=\"0\" PlaneCount=\"%llu\"/></Pixels></Image></OME>", planes);
+}
+
+static zf_status make_tiff(const char *name, const zf_array_meta *a, const geom *g, sbuf *b,
+                           const char **why)
+{
+    char order, kind;
+    unsigned size;
+    if (!plain_type(a, &order, &kind, &size)) {
+        *why = "structured or variable-length data type";
+        return ZF_ERR_NOT_FOUND;
+    }
+    if (!b) /* whether there is one: the header's size does not depend on the description */
+        return zf_h_tiff_header(a->ndim, a->shape, kind, size, is_big(order), NULL, NULL, NULL,
+                                why);
+    sbuf d = {0};
+    tiff_description(&d, name, a, kind, size, is_big(order), g);
+    if (d.oom) {
+        free(d.s);
+        return ZF_ERR_NOMEM;
+    }
+    unsigned char *h;
+    size_t len;
+    zf_status st = zf_h_tiff_header(a->ndim, a->shape, kind, size, is_big(order), d.s, &h, &len,
+                                    why);
+    free(d.s);
+    if (st != ZF_OK)
+        return st;
+    free(b->s);
+    b->s = (char *)h;
+    b->len = b->cap = len;
+    return ZF_OK;
+}
+
 static zf_status make_header(unsigned bit, const char *name, const zf_array_meta *a,
                              const geom *g, sbuf *b, const char **why)
 {
     if (bit == ZF_SIDECAR_NPY)
         return make_npy(a, b, why);
+    if (bit == ZF_SIDECAR_TIFF)
+        return make_tiff(name, a, g, b, why);
     char order, kind;
     unsigned size;
     if (!plain_type(a, &order, &kind, &size)) {
@@ -535,7 +737,7 @@ zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
     n->base = base;
     n->dhdr = b.s;
     n->dhdr_len = b.len;
-    n->dappend_data = k->bit == ZF_SIDECAR_NPY;
+    n->dappend_data = k->bit == ZF_SIDECAR_NPY || k->bit == ZF_SIDECAR_TIFF;
     n->dbase_size = base_size;
     n->dgen = gen;
     n->dkind = k->bit;
@@ -669,7 +871,9 @@ zf_status zf_h_sidecar_names(zf_hierarchy *h, const zf_node *node, const char *n
             continue;
         sbuf b = {0};
         const char *why = NULL;
-        zf_status st = make_header(KINDS[i].bit, name, &node->meta.array, NULL, &b, &why);
+        /* (a TIFF header's existence is known without making it: a listing stays cheap) */
+        zf_status st = make_header(KINDS[i].bit, name, &node->meta.array, NULL,
+                                   KINDS[i].bit == ZF_SIDECAR_TIFF ? NULL : &b, &why);
         free(b.s);
         if (st == ZF_ERR_NOT_FOUND)
             continue;

@@ -313,7 +313,7 @@ class Changes(zfmount.TestCase):
     notices. Expected values are computed from what the test wrote."""
 
     SHAPES = {"0": (4, 20, 30), "1": (2, 10, 15)}
-    SIDECARS = (".hdr", ".mhd", ".nhdr", ".npy")
+    SIDECARS = (".hdr", ".mhd", ".nhdr", ".npy", ".tif")
 
     def make(self, tmp):
         store = os.path.join(tmp, "ome.zarr")
