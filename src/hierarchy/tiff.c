@@ -12,7 +12,10 @@
 enum { T_ASCII = 2, T_SHORT = 3, T_LONG = 4, T_LONG8 = 16 };
 
 #define STRIP_TARGET (1u << 20) /* bytes per strip wanted: no reader loads a plane at once */
-#define MAX_HEADER (64u << 20)  /* beyond this many header bytes, no view */
+#ifndef ZF_TIFF_MAX_HEADER       /* (the fuzz build lowers it: meson.build) */
+#define ZF_TIFF_MAX_HEADER (64u << 20)
+#endif
+#define MAX_HEADER ((uint64_t)ZF_TIFF_MAX_HEADER) /* beyond this many header bytes, no view */
 #define DATA_ALIGN 4096u        /* where the pixels start: a page boundary of the view */
 
 typedef struct tiff_writer {

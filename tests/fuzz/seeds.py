@@ -462,6 +462,35 @@ def refs_seeds(v2root):
 FIXTURES = None
 
 
+def tiff_view_seeds():
+    """fuzz_tiff_view: an array's .zarray, its .zattrs and the root group's .zattrs (OME-Zarr
+    multiscales naming it), for the TIFF view's header: OME-XML and shaped descriptions, both
+    byte orders, one and several strips, classic and BigTIFF."""
+    def zarray(shape, dtype):
+        return json.dumps({"zarr_format": 2, "shape": shape, "chunks": [max(1, s) for s in shape],
+                           "dtype": dtype, "compressor": None, "fill_value": 0, "order": "C",
+                           "filters": None})
+    axes5 = [{"name": "t", "type": "time", "unit": "second"}, {"name": "c", "type": "channel"},
+             {"name": "z", "type": "space", "unit": "micrometer"},
+             {"name": "y", "type": "space", "unit": "micrometer"},
+             {"name": "x", "type": "space", "unit": "nanometer"}]
+    ms5 = {"multiscales": [{"version": "0.4", "axes": axes5, "datasets": [
+        {"path": "a", "coordinateTransformations": [
+            {"type": "scale", "scale": [1, 1, 2.5, 0.5, 0.25]}]}]}]}
+    cases = [
+        (zarray([2, 3, 4, 20, 30], "<u2"), "{}", json.dumps(ms5)),
+        (zarray([3, 300, 700], ">f8"), json.dumps({"_ARRAY_DIMENSIONS": ["time", "lat", "lon"]}),
+         "{}"),
+        (zarray([2, 2, 3, 2, 4, 5], "|i1"), "{}", "{}"),
+        (zarray([3000, 1000], "<f8"), "{}", "{}"),
+        (zarray([5, 32768, 32768], "|u1"), "{}", "{}"),
+        (zarray([4, 5], "<c16"), "{}", "{}"),
+        (zarray([4, 5, 6], ">f2"), json.dumps({"_ARRAY_DIMENSIONS": ["z", "z", "x"]}), "{}"),
+    ]
+    for a, attrs, gattrs in cases:
+        put("tiff_view", SEP.join(x.encode() for x in (a, attrs, gattrs)))
+
+
 def main():
     global OUT, FIXTURES
     OUT = sys.argv[1]
@@ -503,6 +532,7 @@ def main():
     zip_seeds([os.path.join(td, "zarrita-fixtures", "v2", "data.zarr"),
                os.path.join(td, "zarrita-fixtures", "v3", "data.zarr")])
     refs_seeds(os.path.join(td, "zarrita-fixtures", "v2", "data.zarr"))
+    tiff_view_seeds()
     import shutil
     shutil.rmtree(tmp, ignore_errors=True)
     for t in sorted(counts):
