@@ -6,12 +6,15 @@
 # version-1 references through fsspec, which renders templates with python3-jinja2;
 # test_variant_codecs.py has GDAL write Zarr (python3-gdal); test_strings.py writes AnnData
 # (python3-anndata; xarray and msgpack for the writers still to test); test_tiff_view.py reads
-# TIFF views with libtiff's tools, tifffile and PIL (libtiff-tools, python3-tifffile, python3-pil).
+# TIFF views with libtiff's tools, tifffile and PIL (libtiff-tools, python3-tifffile, python3-pil);
+# test_netcdf_view.py reads netCDF views with ncdump, NCO, CDO and scipy (netcdf-bin, nco, cdo,
+# python3-scipy).
 ZF_DEPS="meson ninja-build pkg-config gcc libfuse3-dev fuse3 libyajl-dev zlib1g-dev libdeflate-dev liblz4-dev
 libzstd-dev libblosc-dev libbz2-dev liblzma-dev check python3-zarr python3-numcodecs
 python3-numpy attr groff-base man-db systemd mount util-linux libcurl4-openssl-dev libxml2-dev libzip-dev libmsgpack-dev zip python3-vtk9
 nginx-light openssl curl iproute2 python3-fsspec python3-aiohttp python3-h5py python3-netcdf4 python3-jinja2
-python3-gdal python3-anndata python3-xarray python3-msgpack libtiff-tools python3-tifffile python3-pil"
+python3-gdal python3-anndata python3-xarray python3-msgpack libtiff-tools python3-tifffile python3-pil
+netcdf-bin nco cdo python3-scipy"
 # scripts/fuzz.sh: clang 14 with its libFuzzer, ASan and UBSan runtimes.
 ZF_FUZZ_DEPS="clang libclang-rt-14-dev"
 

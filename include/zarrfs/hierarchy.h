@@ -60,7 +60,19 @@ typedef struct zf_node {
     uint64_t dgen;         /* the hierarchy's change count then (metadata and attributes of
                               other nodes feed the header: OME-Zarr multiscales) */
     unsigned dkind;        /* ZF_SIDECAR_* */
+    /* a group's view (ZF_SIDECAR_NC): after the header, each array's bytes at its own place */
+    struct zf_view_segment *dsegs;
+    size_t ndsegs;
 } zf_node;
+
+/* Where an array's flat bytes lie in a derived file made of several (a netCDF view): at `begin`,
+ * nbytes long (the array's size when the view was made), each item of `swap` bytes reversed
+ * (0: as they are); the bytes between segments read as zeros. */
+typedef struct zf_view_segment {
+    uint64_t begin, nbytes;
+    struct zf_node *array;
+    unsigned swap;
+} zf_view_segment;
 
 typedef struct zf_hierarchy zf_hierarchy;
 
@@ -80,7 +92,8 @@ typedef struct zf_hierarchy_options {
 /* Sidecars (-o sidecars): for an array file NAME, NAME.hdr (ENVI), NAME.mhd (MetaImage),
  * NAME.nhdr (detached NRRD) name NAME as their raw data; NAME.npy is an NPY header followed by
  * the array's bytes, NAME.tif a TIFF header (pages over the leading dimensions, OME-XML) followed
- * by them. Each exists only for arrays its format can describe; a real node of the
+ * by them. A group GROUP has GROUP.nc beside it (the root group: the store's name without
+ * ".zarr", and ".nc"), a netCDF classic file of the arrays directly in it. Each exists only for arrays its format can describe; a real node of the
  * same name wins. */
 enum {
     ZF_SIDECAR_ENVI = 1u << 0,
@@ -88,10 +101,11 @@ enum {
     ZF_SIDECAR_NHDR = 1u << 2,
     ZF_SIDECAR_NPY = 1u << 3,
     ZF_SIDECAR_TIFF = 1u << 4,
-    ZF_SIDECAR_ALL = 0x1fu,
+    ZF_SIDECAR_NC = 1u << 5, /* of a group: GROUP.nc beside it; the root's STORE.nc */
+    ZF_SIDECAR_ALL = 0x3fu,
 };
-#define ZF_SIDECAR_KINDS 5 /* how many kinds there are */
-/* Parse "envi,mhd,nhdr,npy,tif" (any subset; "hdr" is "envi", "tiff" is "tif") into ZF_SIDECAR_* bits. False on an
+#define ZF_SIDECAR_KINDS 6 /* how many kinds there are */
+/* Parse "envi,mhd,nhdr,npy,tif,nc" (any subset; "hdr" is "envi", "tiff" is "tif") into ZF_SIDECAR_* bits. False on an
  * unknown name. */
 bool zf_sidecars_parse(const char *list, unsigned *bits);
 

@@ -102,8 +102,11 @@ static void usage(const char *prog)
            "                           (default: through the page cache)\n"
            "    -o sidecars            show NAME.hdr (ENVI), NAME.mhd (MetaImage), NAME.nhdr\n"
            "                           (NRRD) headers, a NAME.npy and a NAME.tif (TIFF with\n"
-           "                           OME-XML) view next to each array NAME (default: off)\n"
-           "    -o sidecars=KINDS      only these: a list of envi,mhd,nhdr,npy,tif (default: off)\n"
+           "                           OME-XML) view next to each array NAME, and a netCDF\n"
+           "                           classic view GROUP.nc beside each group (the root's:\n"
+           "                           STORE.nc) (default: off)\n"
+           "    -o sidecars=KINDS      only these: a list of envi,mhd,nhdr,npy,tif,nc\n"
+           "                           (default: off)\n"
            "\nremote stores (http://, https://, s3://BUCKET/PREFIX):\n"
            "    -o max_connections=N   concurrent requests (default: %u)\n"
            "    -o retries=N           retries of a failed request (default: %u)\n"
@@ -604,7 +607,7 @@ static int run_loop(struct fuse_session *se, const struct fuse_cmdline_opts *cl)
 static void join_sidecar_kinds(char *opts)
 {
     static const char *const kinds[] = {"envi", "hdr", "mhd", "nhdr", "nrrd", "npy", "tif",
-                                         "tiff", "all"};
+                                         "tiff", "nc", "netcdf", "all"};
     for (char *p = opts; (p = strstr(p, "sidecars=")) != NULL; p++) {
         if (p != opts && p[-1] != ',')
             continue;
@@ -686,7 +689,7 @@ int main(int argc, char *argv[])
     if (o.sidecars_all)
         hopts.sidecars = ZF_SIDECAR_ALL;
     if (o.sidecars && !zf_sidecars_parse(o.sidecars, &hopts.sidecars)) {
-        fprintf(stderr, "zarrfs: -o sidecars=%s: expected a list of envi, mhd, nhdr, npy, tif\n",
+        fprintf(stderr, "zarrfs: -o sidecars=%s: expected a list of envi, mhd, nhdr, npy, tif, nc\n",
                 o.sidecars);
         goto out;
     }

@@ -404,6 +404,7 @@ void zf_h_node_free(zf_node *n)
         yajl_tree_free(n->cdoc);
     zf_node_meta_free(&n->meta);
     free(n->dhdr);
+    free(n->dsegs);
     pthread_mutex_destroy(&n->mu);
     free(n->path);
     free(n->prefix);
@@ -476,6 +477,11 @@ zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
     if (st == ZF_ERR_NOT_FOUND)
         st = zf_h_sidecar_lookup(h, path, out, err);
     return st;
+}
+
+zf_status zf_h_lookup_real(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err)
+{
+    return lookup_real(h, path, out, err);
 }
 
 static zf_status lookup_real(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err)
@@ -1032,13 +1038,15 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
             zf_node *c;
             if (!cpath)
                 st = ZF_ERR_NOMEM;
-            else if (lookup_real(h, cpath, &c, NULL) == ZF_OK && !c->is_dir && !c->derived) {
+            else if (lookup_real(h, cpath, &c, NULL) == ZF_OK && !c->derived) {
                 char *nm = strdup((*names)[i]);
                 st = nm ? zf_h_sidecar_names(h, c, nm, names, n, &cap) : ZF_ERR_NOMEM;
                 free(nm);
             }
             free(cpath);
         }
+        if (st == ZF_OK && h->nc_root_name && dir->path[0] == '\0')
+            st = zf_h_push_name(names, n, &cap, h->nc_root_name, strlen(h->nc_root_name));
         if (st == ZF_OK) /* a sidecar's name may be a real child's too: the child stays */
             st = zf_h_unique_names(*names, n);
     }
@@ -1340,8 +1348,19 @@ zf_status zf_hierarchy_open(zf_store *store, const char *store_name,
         if ((st = zf_hierarchy_lookup(h, h->root_array_name, &root, err)) != ZF_OK)
             goto fail;
         vr->mtime = root->mtime;
-    } else if ((st = zf_hierarchy_lookup(h, "", &root, err)) != ZF_OK) {
-        goto fail;
+    } else {
+        if (h->sidecars & ZF_SIDECAR_NC) { /* the root group's netCDF view: STORE.nc */
+            char *base = zf_root_array_name(store_name);
+            if (!base || asprintf(&h->nc_root_name, "%s.nc", base[0] ? base : "root") < 0) {
+                free(base);
+                h->nc_root_name = NULL;
+                st = ZF_ERR_NOMEM;
+                goto fail;
+            }
+            free(base);
+        }
+        if ((st = zf_hierarchy_lookup(h, "", &root, err)) != ZF_OK)
+            goto fail;
     }
     *out = h;
     return ZF_OK;
@@ -1374,6 +1393,7 @@ void zf_hierarchy_free(zf_hierarchy *h)
     zf_cache_free(h->cache);
     zf_store_close(h->store);
     free(h->root_array_name);
+    free(h->nc_root_name);
     pthread_mutex_destroy(&h->mu);
     free(h);
 }

@@ -49,6 +49,7 @@ struct zf_hierarchy {
     zf_cindex *cindex;     /* consolidated's keys by name and its nodes by parent, with it */
     struct timespec root_mtime;
     char *root_array_name; /* non-NULL when the store root is an array */
+    char *nc_root_name;    /* the root group's netCDF view (-o sidecars=nc), or NULL */
     /* writing (hierarchy_write.c) */
     bool writable, write_empty_chunks;
     zf_pool *wb_pool;      /* writebacks (I/O bound: more threads than CPUs) */
@@ -124,6 +125,16 @@ zf_status zf_h_sidecar_names(zf_hierarchy *h, const zf_node *node, const char *n
 zf_status zf_h_tiff_header(unsigned ndim, const uint64_t *shape, char kind, unsigned size,
                            bool big_endian, const char *description, unsigned char **out,
                            size_t *out_len, const char **why);
+/* zf_hierarchy_lookup of real nodes only (no derived file). */
+zf_status zf_h_lookup_real(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err);
+/* The netCDF classic view of group node `group` (netcdf.c; CDF-2, CDF-5 where a data type or
+ * size needs it): the header (*hdr, malloc'd, *hdr_len bytes), where each array directly in the
+ * group lies after it (*segs, malloc'd, *nsegs of them: big-endian, so little-endian arrays are
+ * swapped), and the view's size. Arrays netCDF classic cannot hold are left out (logged) and
+ * named in the global attribute zarrfs_omitted_variables. Looks nodes up: call without locks.
+ * Errors: those of listing the group; ZF_ERR_NOMEM. */
+zf_status zf_h_nc_view(zf_hierarchy *h, zf_node *group, unsigned char **hdr, size_t *hdr_len,
+                       zf_view_segment **segs, size_t *nsegs, uint64_t *size);
 /* Count a change of some node's metadata or attributes, after the node holds the new values:
  * derived headers made before it are remade when next used (zf_h_sidecar_refresh). */
 void zf_h_meta_changed(zf_hierarchy *h);

@@ -172,7 +172,9 @@ typedef struct kind_info {
 static const kind_info KINDS[] = {
     {ZF_SIDECAR_ENVI, ".hdr"}, {ZF_SIDECAR_MHD, ".mhd"},
     {ZF_SIDECAR_NHDR, ".nhdr"}, {ZF_SIDECAR_NPY, ".npy"}, {ZF_SIDECAR_TIFF, ".tif"},
+    {ZF_SIDECAR_NC, ".nc"}, /* of a group, not of an array */
 };
+#define ARRAY_KINDS (ZF_SIDECAR_ALL & ~ZF_SIDECAR_NC)
 #define NKINDS (sizeof KINDS / sizeof KINDS[0])
 _Static_assert(NKINDS == ZF_SIDECAR_KINDS, "ZF_SIDECAR_KINDS in hierarchy.h");
 
@@ -194,6 +196,8 @@ bool zf_sidecars_parse(const char *list, unsigned *bits)
             *bits |= ZF_SIDECAR_NPY;
         else if ((l == 3 && strncmp(p, "tif", 3) == 0) || (l == 4 && strncmp(p, "tiff", 4) == 0))
             *bits |= ZF_SIDECAR_TIFF;
+        else if ((l == 2 && strncmp(p, "nc", 2) == 0) || (l == 6 && strncmp(p, "netcdf", 6) == 0))
+            *bits |= ZF_SIDECAR_NC;
         else if (l != 0)
             return false;
         p += l;
@@ -678,6 +682,42 @@ static bool servable(const zf_node *n)
            !n->meta.array.variable_length;
 }
 
+/* Make the netCDF view of group `base` at `path` (replacing `old`, a view made for an earlier
+ * version of the group, when not NULL). */
+static zf_status nc_lookup(zf_hierarchy *h, const char *path, zf_node *base, zf_node *old,
+                           zf_node **out)
+{
+    uint64_t gen = atomic_load_explicit(&h->meta_gen, memory_order_acquire); /* before reading */
+    unsigned char *hdr;
+    size_t hlen, nsegs;
+    zf_view_segment *segs;
+    uint64_t size;
+    zf_status st = zf_h_nc_view(h, base, &hdr, &hlen, &segs, &nsegs, &size);
+    if (st != ZF_OK)
+        return st;
+    zf_node *n = zf_h_node_new(path, base->prefix);
+    if (!n) {
+        free(hdr);
+        free(segs);
+        return ZF_ERR_NOMEM;
+    }
+    n->derived = true;
+    n->base = base;
+    n->dhdr = (char *)hdr;
+    n->dhdr_len = hlen;
+    n->dsegs = segs;
+    n->ndsegs = nsegs;
+    n->dgen = gen;
+    n->dkind = ZF_SIDECAR_NC;
+    n->size = size;
+    clock_gettime(CLOCK_REALTIME, &n->mtime);
+    n->meta.format = base->meta.format;
+    n->meta.kind = ZF_NODE_ARRAY;
+    n->meta.unsupported = ZF_ERR_UNSUPPORTED; /* no array of its own */
+    n->loaded = zf_h_mono_now();
+    return zf_h_publish(h, n, old, out);
+}
+
 zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err)
 {
     size_t bl;
@@ -691,6 +731,24 @@ zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
         return ZF_ERR_NOMEM;
     zf_node *base;
     zf_status st = zf_hierarchy_lookup(h, bpath, &base, err);
+    if (k->bit == ZF_SIDECAR_NC) { /* GROUP.nc; the root's: STORE.nc */
+        free(bpath);
+        if ((st != ZF_OK || !base->is_dir || base->virtual_root || base->derived) &&
+            h->nc_root_name && strcmp(path, h->nc_root_name) == 0)
+            st = zf_hierarchy_lookup(h, "", &base, err);
+        if (st != ZF_OK || !base->is_dir || base->virtual_root)
+            return st == ZF_OK || st == ZF_ERR_NOT_FOUND ? ZF_ERR_NOT_FOUND : st;
+        pthread_mutex_lock(&h->mu);
+        zf_node *old = zf_h_find_locked(h, path);
+        if (old && old->derived && old->base == base) {
+            pthread_mutex_unlock(&h->mu);
+            zf_h_sidecar_refresh(h, old);
+            *out = old;
+            return ZF_OK;
+        }
+        pthread_mutex_unlock(&h->mu);
+        return nc_lookup(h, path, base, old, out);
+    }
     if (st != ZF_OK || !servable(base)) {
         if (st == ZF_OK)
             zf_log_debug("%s: no sidecar: %s is not a readable array", path, bpath);
@@ -757,11 +815,60 @@ static bool header_stale_locked(const zf_node *n, uint64_t gen)
     return n->dgen < gen || n->dbase_size != n->base->size;
 }
 
+/* zf_h_sidecar_refresh of a netCDF view: stale when made before the latest change of metadata
+ * or when an array's size changed since; then made again (outside the locks: it lists the group
+ * and looks its arrays up) and put in place. */
+static void nc_refresh(zf_hierarchy *h, zf_node *n, uint64_t gen)
+{
+    pthread_mutex_lock(&n->mu);
+    bool stale = n->dgen < gen;
+    size_t ns = n->ndsegs;
+    zf_view_segment *was = stale ? NULL : malloc((ns ? ns : 1) * sizeof *was);
+    if (was)
+        memcpy(was, n->dsegs, ns * sizeof *was);
+    pthread_mutex_unlock(&n->mu);
+    if (!stale && !was)
+        return; /* (out of memory: left as it is) */
+    for (size_t i = 0; !stale && i < ns; i++) {
+        pthread_mutex_lock(&was[i].array->mu);
+        stale = was[i].array->size != was[i].nbytes;
+        pthread_mutex_unlock(&was[i].array->mu);
+    }
+    free(was);
+    if (!stale)
+        return;
+    unsigned char *hdr;
+    size_t hlen, nsegs;
+    zf_view_segment *segs;
+    uint64_t size;
+    zf_status st = zf_h_nc_view(h, n->base, &hdr, &hlen, &segs, &nsegs, &size);
+    if (st != ZF_OK) {
+        zf_log_debug("%s: not remade: %s", n->path, zf_status_str(st));
+        return;
+    }
+    pthread_mutex_lock(&n->mu);
+    free(n->dhdr);
+    free(n->dsegs);
+    n->dhdr = (char *)hdr;
+    n->dhdr_len = hlen;
+    n->dsegs = segs;
+    n->ndsegs = nsegs;
+    n->size = size;
+    clock_gettime(CLOCK_REALTIME, &n->mtime);
+    if (n->dgen < gen)
+        n->dgen = gen;
+    pthread_mutex_unlock(&n->mu);
+}
+
 void zf_h_sidecar_refresh(zf_hierarchy *h, zf_node *n)
 {
     zf_node *base = n->base;
     /* Loaded before the metadata is read: a change after this load is remade next time. */
     uint64_t gen = atomic_load_explicit(&h->meta_gen, memory_order_acquire);
+    if (n->dkind == ZF_SIDECAR_NC) {
+        nc_refresh(h, n, gen);
+        return;
+    }
     pthread_mutex_lock(&n->mu);
     pthread_mutex_lock(&base->mu);
     bool stale = header_stale_locked(n, gen);
@@ -842,7 +949,7 @@ void zf_h_names_gone(zf_hierarchy *h, const zf_node *n, bool self, bool deleted)
         ids[k++] = n->id;
     }
     for (size_t i = 0; h->sidecars && !n->is_dir && i < NKINDS; i++) {
-        if (!(h->sidecars & KINDS[i].bit))
+        if (!(h->sidecars & KINDS[i].bit & ARRAY_KINDS))
             continue;
         snprintf(path + pl, 16, "%s", KINDS[i].suffix);
         zf_node *d = zf_h_find_locked(h, path);
@@ -864,10 +971,18 @@ void zf_h_names_gone(zf_hierarchy *h, const zf_node *n, bool self, bool deleted)
 zf_status zf_h_sidecar_names(zf_hierarchy *h, const zf_node *node, const char *name,
                              char ***names, size_t *n, size_t *cap)
 {
+    if (node->is_dir && !node->virtual_root && (h->sidecars & ZF_SIDECAR_NC)) {
+        char *full; /* every group has one (with no variables when it holds no arrays) */
+        if (asprintf(&full, "%s.nc", name) < 0)
+            return ZF_ERR_NOMEM;
+        zf_status st = zf_h_push_name(names, n, cap, full, strlen(full));
+        free(full);
+        return st;
+    }
     if (!servable(node))
         return ZF_OK;
     for (size_t i = 0; i < NKINDS; i++) {
-        if (!(h->sidecars & KINDS[i].bit))
+        if (!(h->sidecars & KINDS[i].bit & ARRAY_KINDS))
             continue;
         sbuf b = {0};
         const char *why = NULL;
@@ -890,6 +1005,15 @@ zf_status zf_h_sidecar_names(zf_hierarchy *h, const zf_node *node, const char *n
     return ZF_OK;
 }
 
+/* Node n lies directly in group g. */
+static bool in_group(const zf_node *g, const zf_node *n)
+{
+    size_t gl = strlen(g->path);
+    if (gl && (strncmp(n->path, g->path, gl) != 0 || n->path[gl] != '/'))
+        return false;
+    return !strchr(n->path + (gl ? gl + 1 : 0), '/');
+}
+
 size_t zf_hierarchy_derived_ids(zf_hierarchy *h, const zf_node *node, uint64_t *ids, size_t max)
 {
     size_t n = 0;
@@ -902,11 +1026,20 @@ size_t zf_hierarchy_derived_ids(zf_hierarchy *h, const zf_node *node, uint64_t *
     memcpy(path, node->path, pl);
     pthread_mutex_lock(&h->mu);
     for (size_t i = 0; i < NKINDS && n < max; i++) {
-        if (!(h->sidecars & KINDS[i].bit))
+        if (!(h->sidecars & KINDS[i].bit & ARRAY_KINDS))
             continue;
         snprintf(path + pl, 16, "%s", KINDS[i].suffix);
         zf_node *d = zf_h_find_locked(h, path);
         if (d && d->derived && d->base == node)
+            ids[n++] = d->id;
+    }
+    /* its group's netCDF view, whose size follows the array's: GROUP.nc, the root's STORE.nc */
+    const char *slash = strrchr(node->path, '/');
+    if ((h->sidecars & ZF_SIDECAR_NC) && n < max && (slash || h->nc_root_name)) {
+        if (slash)
+            snprintf(path, pl + 16, "%.*s.nc", (int)(slash - node->path), node->path);
+        zf_node *d = zf_h_find_locked(h, slash ? path : h->nc_root_name);
+        if (d && d->derived && d->dkind == ZF_SIDECAR_NC && in_group(d->base, node))
             ids[n++] = d->id;
     }
     pthread_mutex_unlock(&h->mu);
@@ -929,7 +1062,7 @@ zf_status zf_hierarchy_dependent_ids(zf_hierarchy *h, const zf_node *node, uint6
         if (!d->derived || zf_h_find_locked(h, d->path) != d)
             continue;
         const char *bp = d->base->path, *rest = bp;
-        bool dep = d->base == node;
+        bool dep = d->base == node || (d->dkind == ZF_SIDECAR_NC && in_group(d->base, node));
         if (!dep && node->is_dir) { /* an array directly in the group */
             if (pl && (strncmp(bp, node->path, pl) != 0 || bp[pl] != '/'))
                 continue;
@@ -957,6 +1090,57 @@ zf_status zf_hierarchy_dependent_ids(zf_hierarchy *h, const zf_node *node, uint6
     return st;
 }
 
+/* Reverse each item of `size` bytes in p (n bytes, a multiple of size). */
+static void swap_items(uint8_t *p, size_t n, unsigned size)
+{
+    for (size_t i = 0; i + size <= n; i += size)
+        for (unsigned a = 0, b = size - 1; a < b; a++, b--) {
+            uint8_t t = p[i + a];
+            p[i + a] = p[i + b];
+            p[i + b] = t;
+        }
+}
+
+/* len bytes at view offset off of a view made of segments (sorted by begin, apart): each
+ * segment's part read from its array (byte-swapped where asked: a part not on item boundaries
+ * is read widened to them through a bounce buffer), zeros between and after them. */
+static zf_status read_segments(zf_hierarchy *h, const zf_view_segment *segs, size_t ns,
+                               uint64_t off, char *buf, size_t len, zf_err *err)
+{
+    memset(buf, 0, len);
+    for (size_t i = 0; i < ns && len; i++) {
+        const zf_view_segment *s = &segs[i];
+        if (off + len <= s->begin || off >= s->begin + s->nbytes)
+            continue;
+        uint64_t from = off > s->begin ? off - s->begin : 0; /* within the array */
+        uint64_t to = off + len - s->begin < s->nbytes ? off + len - s->begin : s->nbytes;
+        char *dst = buf + (s->begin + from - off);
+        unsigned sz = s->swap ? s->swap : 1;
+        uint64_t a0 = from / sz * sz, a1 = (to + sz - 1) / sz * sz;
+        bool bounce = a0 != from || a1 != to;
+        char *tmp = bounce ? malloc((size_t)(a1 - a0)) : dst;
+        if (!tmp)
+            return ZF_ERR_NOMEM;
+        zf_array *a;
+        size_t nread = 0;
+        zf_status st = zf_hierarchy_array(h, s->array, &a, err);
+        if (st == ZF_OK)
+            st = zf_array_read(a, a0, tmp, (size_t)(a1 - a0), &nread, err);
+        if (st == ZF_OK && nread != a1 - a0) /* the array shrank: its view is remade next */
+            memset(tmp + nread, 0, (size_t)(a1 - a0 - nread));
+        if (st == ZF_OK && s->swap)
+            swap_items((uint8_t *)tmp, (size_t)(a1 - a0), s->swap);
+        if (bounce) {
+            if (st == ZF_OK)
+                memcpy(dst, tmp + (from - a0), (size_t)(to - from));
+            free(tmp);
+        }
+        if (st != ZF_OK)
+            return st;
+    }
+    return ZF_OK;
+}
+
 zf_status zf_hierarchy_read_derived(zf_hierarchy *h, zf_node *node, uint64_t off, void *buf,
                                     size_t len, size_t *got, zf_err *err)
 {
@@ -977,6 +1161,20 @@ zf_status zf_hierarchy_read_derived(zf_hierarchy *h, zf_node *node, uint64_t off
         size_t k = hlen - off < len ? (size_t)(hlen - off) : len;
         memcpy(buf, node->dhdr + off, k);
         done = k;
+    }
+    if (node->dsegs) { /* a group's view: copies of the segments (a refresh may replace them) */
+        size_t ns = node->ndsegs;
+        zf_view_segment *segs = malloc((ns ? ns : 1) * sizeof *segs);
+        if (segs)
+            memcpy(segs, node->dsegs, ns * sizeof *segs);
+        pthread_mutex_unlock(&node->mu);
+        if (!segs)
+            return ZF_ERR_NOMEM;
+        zf_status st = read_segments(h, segs, ns, off + done, (char *)buf + done, len - done,
+                                     err);
+        free(segs);
+        *got = st == ZF_OK ? len : 0;
+        return st;
     }
     pthread_mutex_unlock(&node->mu);
     if (done < len && node->dappend_data) {
