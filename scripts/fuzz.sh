@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 zf_install_deps "$ZF_DEPS $ZF_FUZZ_DEPS"
 
 ALL="meta_v2 meta_v3 meta_draft consolidated hierarchy codec_v2 codec_v3 shard http_index s3_xml
-url_key zip refs tiff_view"
+url_key zip refs views"
 replay=false
 if [ "${1:-}" = "--replay" ]; then
     replay=true

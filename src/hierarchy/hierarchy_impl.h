@@ -132,7 +132,8 @@ zf_status zf_h_lookup_real(zf_hierarchy *h, const char *path, zf_node **out, zf_
  * group lies after it (*segs, malloc'd, *nsegs of them: big-endian, so little-endian arrays are
  * swapped), and the view's size. Arrays netCDF classic cannot hold are left out (logged) and
  * named in the global attribute zarrfs_omitted_variables. Looks nodes up: call without locks.
- * Errors: those of listing the group; ZF_ERR_NOMEM. */
+ * Errors: those of listing the group; ZF_ERR_NOT_FOUND when the header would pass 64 MiB;
+ * ZF_ERR_NOMEM. */
 zf_status zf_h_nc_view(zf_hierarchy *h, zf_node *group, unsigned char **hdr, size_t *hdr_len,
                        zf_view_segment **segs, size_t *nsegs, uint64_t *size);
 /* Count a change of some node's metadata or attributes, after the node holds the new values:

@@ -19,6 +19,9 @@ enum { NC_DIMENSION = 10, NC_VARIABLE = 11, NC_ATTRIBUTE = 12 };
 
 #define NC_MAX_NAME 256
 #define NC_ALIGN 4096u /* where each variable's data begins: a page of the view */
+#ifndef ZF_NC_MAX_HEADER /* (the fuzz build lowers it: meson.build) */
+#define ZF_NC_MAX_HEADER (64u << 20)
+#endif
 
 typedef struct nc_att {
     char *name;
@@ -496,6 +499,13 @@ zf_status zf_h_nc_view(zf_hierarchy *h, zf_node *group, unsigned char **hdr, siz
     }
     wbuf w = {NULL, 0, m.cdf5};
     w_header(&w, &m); /* its length (begins do not change it) */
+    if (w.at > ZF_NC_MAX_HEADER) {
+        zf_log_info("%s: no netCDF view: its header would take %llu bytes (at most %u)",
+                    group->path[0] ? group->path : "the root group", (unsigned long long)w.at,
+                    ZF_NC_MAX_HEADER);
+        model_free(&m);
+        return ZF_ERR_NOT_FOUND;
+    }
     uint64_t at = (w.at + NC_ALIGN - 1) / NC_ALIGN * NC_ALIGN, hlen = at;
     for (size_t i = 0; i < m.nvars; i++) {
         m.vars[i].begin = at;

@@ -462,13 +462,14 @@ def refs_seeds(v2root):
 FIXTURES = None
 
 
-def tiff_view_seeds():
-    """fuzz_tiff_view: an array's .zarray, its .zattrs and the root group's .zattrs (OME-Zarr
-    multiscales naming it), for the TIFF view's header: OME-XML and shaped descriptions, both
-    byte orders, one and several strips, classic and BigTIFF."""
-    def zarray(shape, dtype):
+def views_seeds():
+    """fuzz_views: an array's .zarray, its .zattrs and the root group's .zattrs (OME-Zarr
+    multiscales naming it), for the TIFF view's header (OME-XML and shaped descriptions, both
+    byte orders, one and several strips, classic and BigTIFF) and the netCDF view's (CDF-2 and
+    CDF-5, typed attributes, a swapped fill value)."""
+    def zarray(shape, dtype, fill=0):
         return json.dumps({"zarr_format": 2, "shape": shape, "chunks": [max(1, s) for s in shape],
-                           "dtype": dtype, "compressor": None, "fill_value": 0, "order": "C",
+                           "dtype": dtype, "compressor": None, "fill_value": fill, "order": "C",
                            "filters": None})
     axes5 = [{"name": "t", "type": "time", "unit": "second"}, {"name": "c", "type": "channel"},
              {"name": "z", "type": "space", "unit": "micrometer"},
@@ -486,9 +487,15 @@ def tiff_view_seeds():
         (zarray([5, 32768, 32768], "|u1"), "{}", "{}"),
         (zarray([4, 5], "<c16"), "{}", "{}"),
         (zarray([4, 5, 6], ">f2"), json.dumps({"_ARRAY_DIMENSIONS": ["z", "z", "x"]}), "{}"),
+        # netCDF: a fill value that shows whether the bytes are swapped; typed attributes
+        (zarray([3, 7], "<f8", 1.5), json.dumps({"_ARRAY_DIMENSIONS": ["y", "x"], "units": "m",
+                                                  "scale": [1, 2.5], "n": 3, "o": {"k": None}}),
+         json.dumps({"title": "t", "levels": [1, 2, 3]})),
+        (zarray([5], "<i4", 7), json.dumps({"_ARRAY_DIMENSIONS": ["bad name"]}), "{}"),
+        (zarray([2, 3], "<u8", 9), "{}", "{}"),
     ]
     for a, attrs, gattrs in cases:
-        put("tiff_view", SEP.join(x.encode() for x in (a, attrs, gattrs)))
+        put("views", SEP.join(x.encode() for x in (a, attrs, gattrs)))
 
 
 def main():
@@ -532,7 +539,7 @@ def main():
     zip_seeds([os.path.join(td, "zarrita-fixtures", "v2", "data.zarr"),
                os.path.join(td, "zarrita-fixtures", "v3", "data.zarr")])
     refs_seeds(os.path.join(td, "zarrita-fixtures", "v2", "data.zarr"))
-    tiff_view_seeds()
+    views_seeds()
     import shutil
     shutil.rmtree(tmp, ignore_errors=True)
     for t in sorted(counts):
