@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# TIFF views (-o sidecars=tif) against their array files: the same float32 arrays as cold.sh
+# TIFF and netCDF views (-o sidecars=tif,nc) against their array files: the same float32 arrays as cold.sh
 # (none and blosc-lz4), stream and numpy.fromfile, each read on a fresh cached mount, side by side
 # in one run. Not part of the tests. See the docstring of bench/bench_views.py.
 #

@@ -181,7 +181,7 @@ static void att_from_json(nc_model *m, nc_atts *l, const char *name, yajl_val v)
     bool numbers = n > 0, ints = true;
     for (size_t i = 0; i < n && numbers; i++) {
         double d;
-        bool in;
+        bool in = false;
         numbers = json_number(items[i], &d, &in);
         ints = ints && in;
     }
@@ -189,8 +189,8 @@ static void att_from_json(nc_model *m, nc_atts *l, const char *name, yajl_val v)
         unsigned size = ints ? 4 : 8;
         uint8_t *x = malloc(n * size);
         for (size_t i = 0; x && i < n; i++) {
-            double d;
-            bool in;
+            double d = 0;
+            bool in = false;
             json_number(items[i], &d, &in);
             if (ints) {
                 be_put(x + i * 4, (uint32_t)(int32_t)YAJL_GET_INTEGER(items[i]), 4);

@@ -1090,10 +1090,30 @@ zf_status zf_hierarchy_dependent_ids(zf_hierarchy *h, const zf_node *node, uint6
     return st;
 }
 
-/* Reverse each item of `size` bytes in p (n bytes, a multiple of size). */
+/* Reverse each item of `size` bytes in p (n bytes, a multiple of size); whole words at a time
+ * for the sizes of numbers (the compiler's byte-swap instructions, vectorized where it can). */
 static void swap_items(uint8_t *p, size_t n, unsigned size)
 {
-    for (size_t i = 0; i + size <= n; i += size)
+    size_t i = 0;
+    if (size == 2)
+        for (uint16_t v; i + 2 <= n; i += 2) {
+            memcpy(&v, p + i, 2);
+            v = __builtin_bswap16(v);
+            memcpy(p + i, &v, 2);
+        }
+    else if (size == 4)
+        for (uint32_t v; i + 4 <= n; i += 4) {
+            memcpy(&v, p + i, 4);
+            v = __builtin_bswap32(v);
+            memcpy(p + i, &v, 4);
+        }
+    else if (size == 8)
+        for (uint64_t v; i + 8 <= n; i += 8) {
+            memcpy(&v, p + i, 8);
+            v = __builtin_bswap64(v);
+            memcpy(p + i, &v, 8);
+        }
+    for (; size > 1 && i + size <= n; i += size)
         for (unsigned a = 0, b = size - 1; a < b; a++, b--) {
             uint8_t t = p[i + a];
             p[i + a] = p[i + b];
