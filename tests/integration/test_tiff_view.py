@@ -63,6 +63,7 @@ def ramp(shape, dtype):
 ARRAYS = {
     # name: (shape, dtype, chunks)
     "u1_2d": ((37, 53), "u1", (16, 16)),
+    "u1_img": ((29, 31), "u1", (16, 16)),
     "u2_2d": ((40, 61), "<u2", (16, 32)),
     "u2_be_2d": ((23, 17), ">u2", (8, 8)),
     "i4_3d": ((3, 20, 30), "<i4", (2, 8, 16)),
@@ -319,7 +320,7 @@ class TiffViews(zfmount.TestCase):
 
     @unittest.skipIf(Image is None, "python3-pil missing")
     def test_pil(self):
-        for name in ("u2_2d", "u2_be_2d", "bool_2d"):
+        for name in ("u1_img", "u2_2d", "u2_be_2d", "bool_2d"):
             with Image.open(self.m.path(name + ".tif")) as im:
                 got = np.array(im)
             want = expected(name)
