@@ -155,6 +155,12 @@ zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
 /* The child `name` of a directory node. Errors as zf_hierarchy_lookup. */
 zf_status zf_hierarchy_child(zf_hierarchy *h, zf_node *dir, const char *name, zf_node **out,
                              zf_err *err);
+/* The child `name` as a listing's entry needs it (its id and whether it is a directory): as
+ * zf_hierarchy_child, but a group's netCDF view is not made for it (that reads the metadata of
+ * every array in the group): a view not yet made gets its node and id now and is made when
+ * looked up, stat'ed (zf_hierarchy_node) or read. */
+zf_status zf_hierarchy_child_entry(zf_hierarchy *h, zf_node *dir, const char *name,
+                                   zf_node **out, zf_err *err);
 /* A node already looked up, by id; NULL if none. A derived node whose array changed (resized
  * under -o rw), or whose header other metadata feeds (attributes of the array or its group), is
  * brought up to date first (its header and size); NULL for one whose array is gone (deleted,

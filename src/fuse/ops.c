@@ -316,8 +316,8 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     }
     for (size_t i = 0; i < d->n; i++) {
         zf_node *c;
-        if (zf_hierarchy_child(H(req), n, d->names[i], &c, NULL) == ZF_OK)
-            node_attr(FS(req), c, &d->attrs[i], false);
+        if (zf_hierarchy_child_entry(H(req), n, d->names[i], &c, NULL) == ZF_OK)
+            node_attr(FS(req), c, &d->attrs[i], false); /* (readdir uses the id and type) */
         else
             d->attrs[i] = (struct stat){.st_ino = UINT64_MAX - i, .st_mode = S_IFREG};
     }

@@ -463,7 +463,8 @@ static zf_status lookup_real(zf_hierarchy *h, const char *path, zf_node **out, z
 
 /* A real node first; then, with -o sidecars, a file derived from an array (sidecar.c). A
  * derived node is checked against its array each time (remade when the array changed). */
-zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err)
+static zf_status lookup_any(zf_hierarchy *h, const char *path, bool entry, zf_node **out,
+                            zf_err *err)
 {
     if (!h->sidecars)
         return lookup_real(h, path, out, err);
@@ -472,11 +473,16 @@ zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
     bool derived = known && known->derived;
     pthread_mutex_unlock(&h->mu);
     if (derived)
-        return zf_h_sidecar_lookup(h, path, out, err);
+        return zf_h_sidecar_lookup(h, path, entry, out, err);
     zf_status st = lookup_real(h, path, out, err);
     if (st == ZF_ERR_NOT_FOUND)
-        st = zf_h_sidecar_lookup(h, path, out, err);
+        st = zf_h_sidecar_lookup(h, path, entry, out, err);
     return st;
+}
+
+zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err)
+{
+    return lookup_any(h, path, false, out, err);
 }
 
 zf_status zf_h_lookup_real(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err)
@@ -572,8 +578,8 @@ zf_status zf_h_publish(zf_hierarchy *h, zf_node *n, zf_node *replaces, zf_node *
     return ZF_OK;
 }
 
-zf_status zf_hierarchy_child(zf_hierarchy *h, zf_node *dir, const char *name, zf_node **out,
-                             zf_err *err)
+static zf_status child(zf_hierarchy *h, zf_node *dir, const char *name, bool entry,
+                       zf_node **out, zf_err *err)
 {
     if (!dir->is_dir || !name[0] || strchr(name, '/') || strcmp(name, ".") == 0 ||
         strcmp(name, "..") == 0)
@@ -581,9 +587,21 @@ zf_status zf_hierarchy_child(zf_hierarchy *h, zf_node *dir, const char *name, zf
     char *path = zf_h_join(dir->path, name);
     if (!path)
         return ZF_ERR_NOMEM;
-    zf_status st = zf_hierarchy_lookup(h, path, out, err);
+    zf_status st = lookup_any(h, path, entry, out, err);
     free(path);
     return st;
+}
+
+zf_status zf_hierarchy_child(zf_hierarchy *h, zf_node *dir, const char *name, zf_node **out,
+                             zf_err *err)
+{
+    return child(h, dir, name, false, out, err);
+}
+
+zf_status zf_hierarchy_child_entry(zf_hierarchy *h, zf_node *dir, const char *name,
+                                   zf_node **out, zf_err *err)
+{
+    return child(h, dir, name, true, out, err);
 }
 
 zf_node *zf_hierarchy_node(zf_hierarchy *h, uint64_t id)

@@ -102,9 +102,11 @@ uint64_t zf_h_array_nbytes(const zf_array_meta *m);
 zf_status zf_h_list_pending(zf_hierarchy *h, zf_node *dir, char ***names, size_t *n,
                             size_t *cap);
 /* Sidecars (sidecar.c): the derived node at view path `path` when its name is an enabled
- * sidecar of an array node (ZF_ERR_NOT_FOUND otherwise); the sidecar names of array `node`
- * (its file name `name`) added to a listing. */
-zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err);
+ * sidecar of an array node or a group's view (ZF_ERR_NOT_FOUND otherwise; with `entry`, a
+ * group's view is not made: zf_hierarchy_child_entry); the sidecar names of node `node` (its
+ * file name `name`) added to a listing. */
+zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, bool entry, zf_node **out,
+                              zf_err *err);
 /* Remake a derived node's header (and size) when its array's size changed or metadata changed
  * since it was made (zf_h_meta_changed). */
 void zf_h_sidecar_refresh(zf_hierarchy *h, zf_node *n);

@@ -682,17 +682,20 @@ static bool servable(const zf_node *n)
            !n->meta.array.variable_length;
 }
 
+/* A netCDF view's dbase_size until it is made (its node exists for a listing's entry). */
+#define NC_UNMADE UINT64_MAX
+
 /* Make the netCDF view of group `base` at `path` (replacing `old`, a view made for an earlier
- * version of the group, when not NULL). */
+ * version of the group, when not NULL); with `entry`, only its node (made when next used). */
 static zf_status nc_lookup(zf_hierarchy *h, const char *path, zf_node *base, zf_node *old,
-                           zf_node **out)
+                           bool entry, zf_node **out)
 {
     uint64_t gen = atomic_load_explicit(&h->meta_gen, memory_order_acquire); /* before reading */
-    unsigned char *hdr;
-    size_t hlen, nsegs;
-    zf_view_segment *segs;
-    uint64_t size;
-    zf_status st = zf_h_nc_view(h, base, &hdr, &hlen, &segs, &nsegs, &size);
+    unsigned char *hdr = NULL;
+    size_t hlen = 0, nsegs = 0;
+    zf_view_segment *segs = NULL;
+    uint64_t size = 0;
+    zf_status st = entry ? ZF_OK : zf_h_nc_view(h, base, &hdr, &hlen, &segs, &nsegs, &size);
     if (st != ZF_OK)
         return st;
     zf_node *n = zf_h_node_new(path, base->prefix);
@@ -709,6 +712,7 @@ static zf_status nc_lookup(zf_hierarchy *h, const char *path, zf_node *base, zf_
     n->ndsegs = nsegs;
     n->dgen = gen;
     n->dkind = ZF_SIDECAR_NC;
+    n->dbase_size = entry ? NC_UNMADE : 0;
     n->size = size;
     clock_gettime(CLOCK_REALTIME, &n->mtime);
     n->meta.format = base->meta.format;
@@ -718,7 +722,8 @@ static zf_status nc_lookup(zf_hierarchy *h, const char *path, zf_node *base, zf_
     return zf_h_publish(h, n, old, out);
 }
 
-zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err)
+zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, bool entry, zf_node **out,
+                              zf_err *err)
 {
     size_t bl;
     const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
@@ -742,12 +747,13 @@ zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, zf_node **out, 
         zf_node *old = zf_h_find_locked(h, path);
         if (old && old->derived && old->base == base) {
             pthread_mutex_unlock(&h->mu);
-            zf_h_sidecar_refresh(h, old);
+            if (!entry)
+                zf_h_sidecar_refresh(h, old);
             *out = old;
             return ZF_OK;
         }
         pthread_mutex_unlock(&h->mu);
-        return nc_lookup(h, path, base, old, out);
+        return nc_lookup(h, path, base, old, entry, out);
     }
     if (st != ZF_OK || !servable(base)) {
         if (st == ZF_OK)
@@ -821,7 +827,7 @@ static bool header_stale_locked(const zf_node *n, uint64_t gen)
 static void nc_refresh(zf_hierarchy *h, zf_node *n, uint64_t gen)
 {
     pthread_mutex_lock(&n->mu);
-    bool stale = n->dgen < gen;
+    bool stale = n->dgen < gen || n->dbase_size == NC_UNMADE;
     size_t ns = n->ndsegs;
     zf_view_segment *was = stale ? NULL : malloc((ns ? ns : 1) * sizeof *was);
     if (was)
@@ -854,6 +860,7 @@ static void nc_refresh(zf_hierarchy *h, zf_node *n, uint64_t gen)
     n->dsegs = segs;
     n->ndsegs = nsegs;
     n->size = size;
+    n->dbase_size = 0;
     clock_gettime(CLOCK_REALTIME, &n->mtime);
     if (n->dgen < gen)
         n->dgen = gen;
