@@ -134,8 +134,16 @@ typedef void (*zf_hierarchy_gone_fn)(void *ctx, uint64_t dir_id, const char *nam
 /* Set the function above (NULL: none); before other threads use the hierarchy. */
 void zf_hierarchy_on_gone(zf_hierarchy *h, zf_hierarchy_gone_fn fn, void *ctx);
 
-/* Read len bytes at off of a derived node (header, then the base array's bytes for .npy);
+/* Read len bytes at off of a derived node (header, then the base array's bytes for .npy and
+ * .tif; a group's view: its arrays' bytes where they lie, swapped to big-endian as marked);
  * *got is short only at the end of the file. Errors: as zf_hierarchy_array and zf_array_read. */
+/* For a derived node whose header is followed by its array's bytes (.npy, .tif): when byte
+ * offset off of the file lies past the header (brought up to date first), ZF_OK with the array
+ * in *a and the matching byte offset of the array's flat bytes in *array_off, so that a read
+ * there can be served as one of the array (zf_array_read_view); ZF_ERR_NOT_FOUND when off lies
+ * in the header or the node is another kind. Errors: as zf_hierarchy_array. */
+zf_status zf_hierarchy_derived_data(zf_hierarchy *h, zf_node *node, uint64_t off, zf_array **a,
+                                    uint64_t *array_off, zf_err *err);
 zf_status zf_hierarchy_read_derived(zf_hierarchy *h, zf_node *node, uint64_t off, void *buf,
                                     size_t len, size_t *got, zf_err *err);
 

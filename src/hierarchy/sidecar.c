@@ -1128,6 +1128,54 @@ static void swap_items(uint8_t *p, size_t n, unsigned size)
         }
 }
 
+/* Copy n bytes (whole items of `size` bytes: 2, 4 or 8) from src to dst, each item reversed. */
+static void copy_swapped(uint8_t *dst, const uint8_t *src, size_t n, unsigned size)
+{
+    size_t i = 0;
+    if (size == 2)
+        for (uint16_t v; i + 2 <= n; i += 2) {
+            memcpy(&v, src + i, 2);
+            v = __builtin_bswap16(v);
+            memcpy(dst + i, &v, 2);
+        }
+    else if (size == 4)
+        for (uint32_t v; i + 4 <= n; i += 4) {
+            memcpy(&v, src + i, 4);
+            v = __builtin_bswap32(v);
+            memcpy(dst + i, &v, 4);
+        }
+    else
+        for (uint64_t v; i + 8 <= n; i += 8) {
+            memcpy(&v, src + i, 8);
+            v = __builtin_bswap64(v);
+            memcpy(dst + i, &v, 8);
+        }
+}
+
+/* Read n bytes at array offset `at` (a multiple of size, n too) into dst, each item of `size`
+ * bytes (2, 4 or 8) reversed, in one pass over the cached chunks (zf_array_read_view). False,
+ * nothing done, when the read cannot be described so: the caller reads and swaps. */
+static bool read_swapped(zf_array *a, uint64_t at, uint8_t *dst, size_t n, unsigned size)
+{
+    if (size != 2 && size != 4 && size != 8)
+        return false;
+    zf_array_view *v = malloc(sizeof *v);
+    size_t got = 0;
+    zf_err err = {""};
+    if (!v || zf_array_read_view(a, at, n, v, &got, &err) != ZF_OK) {
+        free(v);
+        return false;
+    }
+    bool whole = got == n;
+    for (size_t i = 0; whole && i < v->npieces; i++)
+        whole = v->pieces[i].iov_len % size == 0;
+    for (size_t i = 0, o = 0; whole && i < v->npieces; o += v->pieces[i].iov_len, i++)
+        copy_swapped(dst + o, v->pieces[i].iov_base, v->pieces[i].iov_len, size);
+    zf_array_view_release(a, v);
+    free(v);
+    return whole;
+}
+
 /* len bytes at view offset off of a view made of segments (sorted by begin, apart): each
  * segment's part read from its array (byte-swapped where asked: a part not on item boundaries
  * is read widened to them through a bounce buffer), zeros between and after them. */
@@ -1151,11 +1199,13 @@ static zf_status read_segments(zf_hierarchy *h, const zf_view_segment *segs, siz
         zf_array *a;
         size_t nread = 0;
         zf_status st = zf_hierarchy_array(h, s->array, &a, err);
-        if (st == ZF_OK)
+        bool done = st == ZF_OK && s->swap &&
+                    read_swapped(a, a0, (uint8_t *)tmp, (size_t)(a1 - a0), s->swap);
+        if (st == ZF_OK && !done)
             st = zf_array_read(a, a0, tmp, (size_t)(a1 - a0), &nread, err);
-        if (st == ZF_OK && nread != a1 - a0) /* the array shrank: its view is remade next */
+        if (st == ZF_OK && !done && nread != a1 - a0) /* the array shrank: remade next */
             memset(tmp + nread, 0, (size_t)(a1 - a0 - nread));
-        if (st == ZF_OK && s->swap)
+        if (st == ZF_OK && !done && s->swap)
             swap_items((uint8_t *)tmp, (size_t)(a1 - a0), s->swap);
         if (bounce) {
             if (st == ZF_OK)
@@ -1166,6 +1216,21 @@ static zf_status read_segments(zf_hierarchy *h, const zf_view_segment *segs, siz
             return st;
     }
     return ZF_OK;
+}
+
+zf_status zf_hierarchy_derived_data(zf_hierarchy *h, zf_node *node, uint64_t off, zf_array **a,
+                                    uint64_t *array_off, zf_err *err)
+{
+    if (!node->derived || !node->dappend_data)
+        return ZF_ERR_NOT_FOUND;
+    zf_h_sidecar_refresh(h, node);
+    pthread_mutex_lock(&node->mu);
+    uint64_t hlen = node->dhdr_len;
+    pthread_mutex_unlock(&node->mu);
+    if (off < hlen)
+        return ZF_ERR_NOT_FOUND;
+    *array_off = off - hlen;
+    return zf_hierarchy_array(h, node->base, a, err);
 }
 
 zf_status zf_hierarchy_read_derived(zf_hierarchy *h, zf_node *node, uint64_t off, void *buf,
