@@ -1097,37 +1097,6 @@ zf_status zf_hierarchy_dependent_ids(zf_hierarchy *h, const zf_node *node, uint6
     return st;
 }
 
-/* Reverse each item of `size` bytes in p (n bytes, a multiple of size); whole words at a time
- * for the sizes of numbers (the compiler's byte-swap instructions, vectorized where it can). */
-static void swap_items(uint8_t *p, size_t n, unsigned size)
-{
-    size_t i = 0;
-    if (size == 2)
-        for (uint16_t v; i + 2 <= n; i += 2) {
-            memcpy(&v, p + i, 2);
-            v = __builtin_bswap16(v);
-            memcpy(p + i, &v, 2);
-        }
-    else if (size == 4)
-        for (uint32_t v; i + 4 <= n; i += 4) {
-            memcpy(&v, p + i, 4);
-            v = __builtin_bswap32(v);
-            memcpy(p + i, &v, 4);
-        }
-    else if (size == 8)
-        for (uint64_t v; i + 8 <= n; i += 8) {
-            memcpy(&v, p + i, 8);
-            v = __builtin_bswap64(v);
-            memcpy(p + i, &v, 8);
-        }
-    for (; size > 1 && i + size <= n; i += size)
-        for (unsigned a = 0, b = size - 1; a < b; a++, b--) {
-            uint8_t t = p[i + a];
-            p[i + a] = p[i + b];
-            p[i + b] = t;
-        }
-}
-
 /* 16 bytes as lanes of 16, 32 or 64 bits (GCC's generic vectors: SSE2 on x86-64, NEON on
  * arm64, plain words elsewhere). */
 typedef uint16_t zf_v8u16 __attribute__((vector_size(16)));
@@ -1170,6 +1139,21 @@ static void copy_swapped(uint8_t *dst, const uint8_t *src, size_t n, unsigned si
             memcpy(&v, src + i, 8);
             v = __builtin_bswap64(v);
             memcpy(dst + i, &v, 8);
+        }
+}
+
+/* Reverse each item of `size` bytes in p (n bytes, a multiple of size). */
+static void swap_items(uint8_t *p, size_t n, unsigned size)
+{
+    if (size == 2 || size == 4 || size == 8) {
+        copy_swapped(p, p, n, size); /* (in place: each piece is loaded before it is stored) */
+        return;
+    }
+    for (size_t i = 0; size > 1 && i + size <= n; i += size)
+        for (unsigned a = 0, b = size - 1; a < b; a++, b--) {
+            uint8_t t = p[i + a];
+            p[i + a] = p[i + b];
+            p[i + b] = t;
         }
 }
 

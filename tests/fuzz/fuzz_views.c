@@ -279,6 +279,22 @@ static void check_nc(zf_hierarchy *h, zf_node *v, const uint8_t *hd, uint64_t hl
              "the view's first bytes are not the array's");
 }
 
+/* The whole header of derived node v, read through the hierarchy (malloc'd; NULL when the read
+ * fails), checked to be as long as the node says. */
+static uint8_t *view_header(zf_hierarchy *h, zf_node *v)
+{
+    uint64_t hlen = v->dhdr_len;
+    uint8_t *buf = malloc(hlen ? hlen : 1);
+    size_t got = 0;
+    zf_err err = {""};
+    if (buf && zf_hierarchy_read_derived(h, v, 0, buf, hlen, &got, &err) != ZF_OK) {
+        free(buf);
+        return NULL;
+    }
+    FZ_CHECK(!buf || got == hlen, "header read %zu of %llu bytes", got, (unsigned long long)hlen);
+    return buf;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fz_init();
@@ -307,28 +323,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (zf_hierarchy_lookup(h, "a.tif", &v, &err) == ZF_OK &&
         zf_hierarchy_lookup(h, "a", &a, &err) == ZF_OK) {
         FZ_CHECK(v->derived && v->dappend_data, "a.tif is not a view");
-        uint64_t hlen = v->dhdr_len;
-        uint8_t *buf = malloc(hlen ? hlen : 1);
-        size_t got = 0;
-        if (buf && zf_hierarchy_read_derived(h, v, 0, buf, hlen, &got, &err) == ZF_OK) {
-            FZ_CHECK(got == hlen, "header read %zu of %llu bytes", got, (unsigned long long)hlen);
-            uint64_t planes = 1;
-            for (unsigned d = 0; d + 2 < a->meta.array.ndim; d++)
-                planes *= a->meta.array.shape[d];
-            check_tiff(buf, hlen, v->size, a->size, planes);
-        }
+        uint8_t *buf = view_header(h, v);
+        uint64_t planes = 1;
+        for (unsigned d = 0; d + 2 < a->meta.array.ndim; d++)
+            planes *= a->meta.array.shape[d];
+        if (buf)
+            check_tiff(buf, v->dhdr_len, v->size, a->size, planes);
         free(buf);
     }
     if (zf_hierarchy_lookup(h, "fuzz.nc", &v, &err) == ZF_OK &&
         zf_hierarchy_lookup(h, "a", &a, &err) == ZF_OK && !a->is_dir) {
         FZ_CHECK(v->derived && v->dsegs, "fuzz.nc is not a group's view");
-        uint64_t hlen = v->dhdr_len;
-        uint8_t *buf = malloc(hlen ? hlen : 1);
-        size_t got = 0;
-        if (buf && zf_hierarchy_read_derived(h, v, 0, buf, hlen, &got, &err) == ZF_OK) {
-            FZ_CHECK(got == hlen, "header read %zu of %llu bytes", got, (unsigned long long)hlen);
-            check_nc(h, v, buf, hlen, a);
-        }
+        uint8_t *buf = view_header(h, v);
+        if (buf)
+            check_nc(h, v, buf, v->dhdr_len, a);
         free(buf);
     }
     zf_hierarchy_free(h);
