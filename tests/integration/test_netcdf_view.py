@@ -297,6 +297,31 @@ class NetcdfViews(zfmount.TestCase):
             os.close(fd)
 
 
+@unittest.skipIf(netCDF4 is None, "python3-netcdf4 missing")
+class OverHttp(zfmount.TestCase):
+    def test_same_view_over_http(self):
+        """The same store over HTTP (nginx) gives the same view, byte for byte."""
+        import remote_servers
+        tmp = tempfile.mkdtemp(prefix="zarrfs-nc-http-")
+        try:
+            exp = write_v3(os.path.join(tmp, "v3.zarr"))
+            with remote_servers.Nginx(tmp) as srv, \
+                    zfmount.Mount(os.path.join(tmp, "v3.zarr"), options=["sidecars=nc"],
+                                  label="local") as local, \
+                    zfmount.Mount(srv.url("v3.zarr"), options=["sidecars=nc"],
+                                  label="http") as remote:
+                with open(local.path("v3.nc"), "rb") as f:
+                    want = f.read()
+                with open(remote.path("v3.nc"), "rb") as f:
+                    self.assertEqual(f.read(), want)
+                with netCDF4.Dataset(remote.path("v3.nc")) as d:
+                    for v, a in exp.items():
+                        self.assertTrue(np.array_equal(d[v][:].data, a), v)
+        finally:
+            remote_servers.stop_all()
+            shutil.rmtree(tmp)
+
+
 @unittest.skipIf(xr is None or netCDF4 is None, "python3-xarray or python3-netcdf4 missing")
 class Changes(zfmount.TestCase):
     def test_resize_attributes_new_array(self):
