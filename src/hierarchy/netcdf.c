@@ -467,7 +467,8 @@ zf_status zf_h_nc_view(zf_hierarchy *h, zf_node *group, unsigned char **hdr, siz
     zf_status st = zf_hierarchy_list(h, group, &names, &n, &err);
     if (st != ZF_OK)
         return st;
-    qsort(names, n, sizeof *names, name_cmp); /* variables in name order, whatever the store's */
+    if (n > 1) /* variables in name order, whatever the store's (an empty group: no list) */
+        qsort(names, n, sizeof *names, name_cmp);
     for (size_t i = 0; i < n && !m.oom; i++) {
         zf_node *c;
         char *path = zf_h_join(group->path, names[i]);
