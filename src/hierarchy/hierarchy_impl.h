@@ -115,6 +115,10 @@ void zf_h_sidecar_refresh(zf_hierarchy *h, zf_node *n);
 bool zf_h_sidecar_current(zf_hierarchy *h, const zf_node *n);
 zf_status zf_h_sidecar_names(zf_hierarchy *h, const zf_node *node, const char *name,
                              char ***names, size_t *n, size_t *cap);
+/* The flat encoding's data type of array metadata a when it is a plain NumPy typestr such as
+ * "<f8": byte order ('<', '>', '|' or '='), kind ('b' for bool, 'u', 'i', 'f', 'c', ...) and
+ * size in bytes; false for structured and other data types (sidecar.c). */
+bool zf_h_plain_type(const zf_array_meta *a, char *order, char *kind, unsigned *size);
 /* The header of a TIFF view (tiff.c; TIFF 6.0 sections 2 and 8, BigTIFF when the view passes
  * 4 GiB): for an array of ndim >= 2 dimensions `shape` (elements) of plain numbers (kind 'u',
  * 'i', 'f', 'c' and size in bytes: u/i 1-8, f 2-8, c 8 or 16), in the byte order of its flat

@@ -301,7 +301,10 @@ static void add_var(nc_model *m, zf_node *a, const char *name)
     unsigned ndim = am->ndim;
     uint64_t shape[ZF_MAX_DIMS];
     memcpy(shape, am->shape, sizeof shape);
-    const char *ts = am->dtype_typestr, *dims = am->dimension_names_json;
+    char order = 0, kind = 0;
+    unsigned tsize = 0;
+    bool plain = zf_h_plain_type(am, &order, &kind, &tsize);
+    const char *dims = am->dimension_names_json;
     const char *attrs = a->meta.attributes_json, *fill_json = am->fill_value_json;
     unsigned size = am->dtype.itemsize;
     uint8_t fill[16];
@@ -315,10 +318,8 @@ static void add_var(nc_model *m, zf_node *a, const char *name)
         omit(m, name, "a name netCDF cannot hold");
         return;
     }
-    char kind = ts && strlen(ts) >= 3 && strchr("<>|", ts[0]) ? ts[1] : 0;
-    bool need5;
-    unsigned type = varlen || !kind || atoi(ts + 2) != (int)size ? 0
-                                                                  : nc_type_of(kind, size, &need5);
+    bool need5 = false;
+    unsigned type = varlen || !plain || tsize != size ? 0 : nc_type_of(kind, size, &need5);
     if (!type) {
         omit(m, name, varlen ? "variable-length data type" : "a data type netCDF has not");
         return;
@@ -350,7 +351,7 @@ static void add_var(nc_model *m, zf_node *a, const char *name)
     v->itemsize = size;
     v->ndims = ndim;
     v->nbytes = nbytes;
-    v->swap = size > 1 && ts[0] == '<';
+    v->swap = size > 1 && order != '>'; /* ('=' is little-endian, as for the headers) */
     m->cdf5 |= need5 || nbytes > UINT32_MAX - 3;
     yajl_val names = NULL;
     if (dims)

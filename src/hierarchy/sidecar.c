@@ -241,7 +241,7 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
 
 /* A plain NumPy typestr "<f8" of the flat encoding: byte order ('<', '>', '|'), kind, size.
  * False for structured and other data types. */
-static bool plain_type(const zf_array_meta *a, char *order, char *kind, unsigned *size)
+bool zf_h_plain_type(const zf_array_meta *a, char *order, char *kind, unsigned *size)
 {
     const char *t = a->dtype_typestr;
     if (!t || strlen(t) < 3 || !strchr("<>|=", t[0]))
@@ -253,28 +253,43 @@ static bool plain_type(const zf_array_meta *a, char *order, char *kind, unsigned
     *order = t[0];
     *kind = t[1];
     *size = (unsigned)sz;
-    if (*kind == 'b' && sz == 1)
-        *kind = 'u'; /* bool: bytes 0 and 1 */
+    return true;
+}
+
+/* zf_h_plain_type for the header formats, which know no booleans: bytes 0 and 1 are 'u'. */
+static bool plain_type(const zf_array_meta *a, char *order, char *kind, unsigned *size)
+{
+    if (!zf_h_plain_type(a, order, kind, size))
+        return false;
+    if (*kind == 'b' && *size == 1)
+        *kind = 'u';
     return true;
 }
 
 static bool is_big(char order) { return order == '>'; }
 
 /* How each header format names a data type (kind and size in bytes, as parse_dtype gives them):
- * ENVI's "data type" code (0: none), MetaImage's ElementType and NRRD's type (NULL: none). */
+ * ENVI's "data type" code (0: none), MetaImage's ElementType, NRRD's type and OME's PixelType
+ * (OME-XML 2016-06, Pixels/@Type) (NULL: none). */
 typedef struct header_type {
     char kind;
     unsigned size;
     int envi;
-    const char *mhd, *nrrd;
+    const char *mhd, *nrrd, *ome;
 } header_type;
 static const header_type HEADER_TYPES[] = {
-    {'u', 1, 1, "MET_UCHAR", "uint8"},         {'u', 2, 12, "MET_USHORT", "uint16"},
-    {'u', 4, 13, "MET_UINT", "uint32"},        {'u', 8, 15, "MET_ULONG_LONG", "uint64"},
-    {'i', 1, 0, "MET_CHAR", "int8"},           {'i', 2, 2, "MET_SHORT", "int16"},
-    {'i', 4, 3, "MET_INT", "int32"},           {'i', 8, 14, "MET_LONG_LONG", "int64"},
-    {'f', 4, 4, "MET_FLOAT", "float"},         {'f', 8, 5, "MET_DOUBLE", "double"},
-    {'c', 8, 6, NULL, NULL},                   {'c', 16, 9, NULL, NULL},
+    {'u', 1, 1, "MET_UCHAR", "uint8", "uint8"},
+    {'u', 2, 12, "MET_USHORT", "uint16", "uint16"},
+    {'u', 4, 13, "MET_UINT", "uint32", "uint32"},
+    {'u', 8, 15, "MET_ULONG_LONG", "uint64", NULL},
+    {'i', 1, 0, "MET_CHAR", "int8", "int8"},
+    {'i', 2, 2, "MET_SHORT", "int16", "int16"},
+    {'i', 4, 3, "MET_INT", "int32", "int32"},
+    {'i', 8, 14, "MET_LONG_LONG", "int64", NULL},
+    {'f', 4, 4, "MET_FLOAT", "float", "float"},
+    {'f', 8, 5, "MET_DOUBLE", "double", "double"},
+    {'c', 8, 6, NULL, NULL, "complex"},
+    {'c', 16, 9, NULL, NULL, "double-complex"},
 };
 
 static const header_type *header_type_of(char kind, unsigned size)
@@ -405,18 +420,10 @@ static zf_status make_npy(const zf_array_meta *a, sbuf *b, const char **why)
     return ZF_OK;
 }
 
-/* OME's PixelType of a plain data type (OME-XML 2016-06, Pixels/@Type); NULL: none. */
 static const char *ome_type(char kind, unsigned size)
 {
-    static const struct { char kind; unsigned size; const char *name; } T[] = {
-        {'u', 1, "uint8"}, {'u', 2, "uint16"}, {'u', 4, "uint32"}, {'i', 1, "int8"},
-        {'i', 2, "int16"}, {'i', 4, "int32"}, {'f', 4, "float"}, {'f', 8, "double"},
-        {'c', 8, "complex"}, {'c', 16, "double-complex"},
-    };
-    for (size_t i = 0; i < sizeof T / sizeof *T; i++)
-        if (T[i].kind == kind && T[i].size == size)
-            return T[i].name;
-    return NULL;
+    const header_type *t = header_type_of(kind, size);
+    return t ? t->ome : NULL;
 }
 
 /* OME's symbol of an OME-Zarr (UDUNITS-2) length unit, as an XML character reference where it
@@ -682,6 +689,24 @@ static bool servable(const zf_node *n)
            !n->meta.array.variable_length;
 }
 
+/* A new derived node at path from base (its metadata's format, mtime now), of kind `kind`, made
+ * from the metadata as of change count gen; the caller sets its header and size. */
+static zf_node *derived_new(const char *path, zf_node *base, unsigned kind, uint64_t gen)
+{
+    zf_node *n = zf_h_node_new(path, base->prefix);
+    if (!n)
+        return NULL;
+    n->derived = true;
+    n->base = base;
+    n->dgen = gen;
+    n->dkind = kind;
+    n->meta.format = base->meta.format;
+    n->meta.kind = ZF_NODE_ARRAY;
+    n->meta.unsupported = ZF_ERR_UNSUPPORTED; /* no array of its own */
+    n->loaded = zf_h_mono_now();
+    return n;
+}
+
 /* A netCDF view's dbase_size until it is made (its node exists for a listing's entry). */
 #define NC_UNMADE UINT64_MAX
 
@@ -698,27 +723,19 @@ static zf_status nc_lookup(zf_hierarchy *h, const char *path, zf_node *base, zf_
     zf_status st = entry ? ZF_OK : zf_h_nc_view(h, base, &hdr, &hlen, &segs, &nsegs, &size);
     if (st != ZF_OK)
         return st;
-    zf_node *n = zf_h_node_new(path, base->prefix);
+    zf_node *n = derived_new(path, base, ZF_SIDECAR_NC, gen);
     if (!n) {
         free(hdr);
         free(segs);
         return ZF_ERR_NOMEM;
     }
-    n->derived = true;
-    n->base = base;
     n->dhdr = (char *)hdr;
     n->dhdr_len = hlen;
     n->dsegs = segs;
     n->ndsegs = nsegs;
-    n->dgen = gen;
-    n->dkind = ZF_SIDECAR_NC;
     n->dbase_size = entry ? NC_UNMADE : 0;
     n->size = size;
     clock_gettime(CLOCK_REALTIME, &n->mtime);
-    n->meta.format = base->meta.format;
-    n->meta.kind = ZF_NODE_ARRAY;
-    n->meta.unsupported = ZF_ERR_UNSUPPORTED; /* no array of its own */
-    n->loaded = zf_h_mono_now();
     return zf_h_publish(h, n, old, out);
 }
 
@@ -782,7 +799,6 @@ zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, bool entry, zf_
     st = make_header(k->bit, bpath + dl, &base->meta.array, &g, &b, &why);
     uint64_t base_size = base->size;
     struct timespec base_mtime = base->mtime;
-    zf_format base_format = base->meta.format;
     pthread_mutex_unlock(&base->mu);
     geom_free(&g);
     free(bpath);
@@ -792,25 +808,17 @@ zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, bool entry, zf_
             zf_log_debug("%s: no sidecar: %s", path, why ? why : "not describable");
         return st;
     }
-    zf_node *n = zf_h_node_new(path, base->prefix);
+    zf_node *n = derived_new(path, base, k->bit, gen);
     if (!n) {
         free(b.s);
         return ZF_ERR_NOMEM;
     }
-    n->derived = true;
-    n->base = base;
     n->dhdr = b.s;
     n->dhdr_len = b.len;
     n->dappend_data = k->bit == ZF_SIDECAR_NPY || k->bit == ZF_SIDECAR_TIFF;
     n->dbase_size = base_size;
-    n->dgen = gen;
-    n->dkind = k->bit;
     n->size = b.len + (n->dappend_data ? base_size : 0);
     n->mtime = base_mtime;
-    n->meta.format = base_format;
-    n->meta.kind = ZF_NODE_ARRAY;
-    n->meta.unsupported = ZF_ERR_UNSUPPORTED; /* no array of its own */
-    n->loaded = zf_h_mono_now();
     return zf_h_publish(h, n, old, out); /* old: made for an older version of the array */
 }
 
@@ -1061,21 +1069,16 @@ zf_status zf_hierarchy_dependent_ids(zf_hierarchy *h, const zf_node *node, uint6
     *n = 0;
     if (!h->sidecars || node->derived || node->virtual_root)
         return ZF_OK;
-    size_t cap = 0, pl = strlen(node->path);
+    size_t cap = 0;
     zf_status st = ZF_OK;
     pthread_mutex_lock(&h->mu);
     for (size_t i = 0; i < h->nnodes && st == ZF_OK; i++) {
         zf_node *d = h->by_id[i];
         if (!d->derived || zf_h_find_locked(h, d->path) != d)
             continue;
-        const char *bp = d->base->path, *rest = bp;
-        bool dep = d->base == node || (d->dkind == ZF_SIDECAR_NC && in_group(d->base, node));
-        if (!dep && node->is_dir) { /* an array directly in the group */
-            if (pl && (strncmp(bp, node->path, pl) != 0 || bp[pl] != '/'))
-                continue;
-            rest += pl ? pl + 1 : 0;
-            dep = !strchr(rest, '/');
-        }
+        bool dep = d->base == node ||
+                   (node->is_dir && in_group(node, d->base)) || /* of an array in the group */
+                   (d->dkind == ZF_SIDECAR_NC && in_group(d->base, node)); /* the group's */
         if (!dep)
             continue;
         if (*n == cap) {
