@@ -107,7 +107,8 @@ struct zf_store {
     /* A wrapper (the disk cache): the store it wraps, whose traffic zf_store_get_stats reports. */
     zf_store *inner;
     /* Counted by the zf_store_* calls (backends start them at zero); read with
-     * zf_store_get_stats. */
+     * zf_store_get_stats. n_requests counts the requests other than writes (the stats' requests
+     * are both), so that a snapshot taken while a write is counted stays consistent. */
     _Atomic uint64_t n_requests, n_bytes, n_errors, n_retries;
     _Atomic uint64_t n_writes, n_bytes_written;
 };

@@ -309,22 +309,29 @@ void zf_store_get_stats(zf_store *s, zf_store_stats *out)
         s->ops->traffic(s, out);
         return;
     }
-    *out = (zf_store_stats){.requests = s->n_requests, .bytes = s->n_bytes,
+    uint64_t writes = s->n_writes; /* loaded once: requests - writes is the other requests */
+    *out = (zf_store_stats){.requests = s->n_requests + writes, .bytes = s->n_bytes,
                             .errors = s->n_errors, .retries = s->n_retries,
-                            .writes = s->n_writes, .bytes_written = s->n_bytes_written};
+                            .writes = writes, .bytes_written = s->n_bytes_written};
 }
 
 void zf_store_count_retry(zf_store *s) { s->n_retries++; }
 
-/* Count one request that ended with st (and returned out's bytes on success). */
-static zf_status counted(zf_store *s, zf_status st, const zf_bytes *out)
+/* Count the outcome of one request that ended with st (and returned out's bytes on success). */
+static zf_status outcome(zf_store *s, zf_status st, const zf_bytes *out)
 {
-    s->n_requests++;
     if (st == ZF_OK && out)
         s->n_bytes += out->len;
     else if (st != ZF_OK && st != ZF_ERR_NOT_FOUND && st != ZF_ERR_CONFLICT) /* results */
         s->n_errors++;
     return st;
+}
+
+/* Count one request other than a write, ended with st. */
+static zf_status counted(zf_store *s, zf_status st, const zf_bytes *out)
+{
+    s->n_requests++;
+    return outcome(s, st, out);
 }
 
 zf_status zf_store_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)
@@ -467,10 +474,10 @@ static zf_status read_only(const zf_store *s, zf_err *err)
 /* Count one write request that ended with st, having stored `bytes`. */
 static zf_status counted_write(zf_store *s, zf_status st, size_t bytes)
 {
-    s->n_writes++;
+    s->n_writes++; /* (not n_requests: the stats add the writes to it) */
     if (st == ZF_OK)
         s->n_bytes_written += bytes;
-    return counted(s, st, NULL);
+    return outcome(s, st, NULL);
 }
 
 zf_status zf_store_set(zf_store *s, const char *key, const uint8_t *data, size_t len,
