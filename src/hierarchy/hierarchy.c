@@ -115,12 +115,16 @@ static yajl_val consolidated_get(const zf_hierarchy *h, const char *key)
 }
 
 /* zf_h_get_doc, and when the document comes from consolidated metadata, *parsed (if not NULL)
- * its parsed value there (else NULL). */
+ * its parsed value there (else NULL). With mtime not NULL, a document read from the store gives
+ * its modification time there from the same read (zero when the store does not know it, and for
+ * one from consolidated metadata). */
 static zf_status get_doc(zf_hierarchy *h, const char *key, char **text, size_t *len,
-                         yajl_val *parsed, zf_err *err)
+                         yajl_val *parsed, struct timespec *mtime, zf_err *err)
 {
     if (parsed)
         *parsed = NULL;
+    if (mtime)
+        *mtime = (struct timespec){0, 0};
     if (h->consolidated && (h->format == ZF_FORMAT_V2 || strcmp(key, "zarr.json") != 0)) {
         yajl_val v;
         if (h->format == ZF_FORMAT_V2) {
@@ -146,7 +150,10 @@ static zf_status get_doc(zf_hierarchy *h, const char *key, char **text, size_t *
      * length is cut off at the bound. Invalid metadata, as one zf_json_parse refuses. */
     zf_bytes b;
     zf_err serr = {""};
-    zf_status st = zf_store_get_bounded(h->store, key, ZF_JSON_MAX_TEXT, &b, &serr);
+    zf_store_version ver;
+    zf_status st = mtime ? zf_store_read_versioned(h->store, key, ZF_READ_ALL, 0,
+                                                   ZF_JSON_MAX_TEXT, &b, &ver, &serr)
+                         : zf_store_get_bounded(h->store, key, ZF_JSON_MAX_TEXT, &b, &serr);
     if (st == ZF_ERR_TOO_LARGE) {
         const char *r = strstr(serr.msg, "refusing a value larger than");
         const char *why = r ? strchr(r, '(') : NULL; /* "(N bytes announced)" */
@@ -165,6 +172,8 @@ static zf_status get_doc(zf_hierarchy *h, const char *key, char **text, size_t *
     t[b.len] = '\0';
     *text = t;
     *len = b.len;
+    if (mtime)
+        *mtime = ver.mtime;
     return ZF_OK;
 }
 
@@ -172,18 +181,22 @@ static zf_status get_doc(zf_hierarchy *h, const char *key, char **text, size_t *
  * *text is malloc'd. */
 zf_status zf_h_get_doc(zf_hierarchy *h, const char *key, char **text, size_t *len, zf_err *err)
 {
-    return get_doc(h, key, text, len, NULL, err);
+    return get_doc(h, key, text, len, NULL, NULL, err);
 }
 
-static bool doc_exists(zf_hierarchy *h, const char *key)
+/* The time of a node whose document is key, read at read_at (get_doc: zero when unknown): that
+ * time; else a stat's; a node of consolidated metadata, or one whose time the store cannot
+ * give, the hierarchy's. */
+static void doc_time(zf_hierarchy *h, const char *key, const struct timespec *read_at,
+                     struct timespec *mtime)
 {
-    if (h->consolidated && h->format == ZF_FORMAT_V2)
-        return consolidated_get(h, key) != NULL;
-    return zf_store_stat(h->store, key, NULL, NULL, NULL) == ZF_OK;
+    if (h->consolidated)
+        *mtime = h->root_mtime;
+    else if (read_at->tv_sec || read_at->tv_nsec)
+        *mtime = *read_at;
+    else if (zf_store_stat(h->store, key, NULL, mtime, NULL) != ZF_OK)
+        *mtime = h->root_mtime;
 }
-
-static const char *const v2_docs[] = {".zarray", ".zgroup", NULL};
-static const char *const v3_docs[] = {"zarr.json", NULL};
 
 /* Zarr v2 before zarr-python 2.8 wrote nested chunk keys ("0/0") without saying so in
  * .zarray. When the array directory holds a numbered sub-directory, the chunks are nested.
@@ -222,11 +235,12 @@ static zf_status load_meta_v2(zf_hierarchy *h, const char *prefix, zf_node_meta 
     bool is_array = true;
     const char *key = karr;
     yajl_val parsed; /* from consolidated metadata: not parsed again */
-    st = get_doc(h, karr, &text, &len, &parsed, err);
+    struct timespec read_at; /* the document's time, from the read itself */
+    st = get_doc(h, karr, &text, &len, &parsed, &read_at, err);
     if (st == ZF_ERR_NOT_FOUND) {
         is_array = false;
         key = kgrp;
-        st = get_doc(h, kgrp, &text, &len, &parsed, err);
+        st = get_doc(h, kgrp, &text, &len, &parsed, &read_at, err);
     }
     if (st != ZF_OK)
         goto out;
@@ -246,8 +260,7 @@ static zf_status load_meta_v2(zf_hierarchy *h, const char *prefix, zf_node_meta 
         goto out;
     /* A node of consolidated metadata has the time of the document it comes from (a stat of
      * its own key would be a request per node over HTTP). */
-    if (h->consolidated || zf_store_stat(h->store, key, NULL, mtime, NULL) != ZF_OK)
-        *mtime = h->root_mtime;
+    doc_time(h, key, &read_at, mtime);
 out:
     free(karr);
     free(kgrp);
@@ -275,13 +288,13 @@ static zf_status load_meta_v3(zf_hierarchy *h, const char *path, zf_node_meta *m
 {
     char *key = zf_h_join(path, "zarr.json"), *text = NULL;
     size_t len;
-    zf_status st = key ? zf_h_get_doc(h, key, &text, &len, err) : ZF_ERR_NOMEM;
+    struct timespec read_at;
+    zf_status st = key ? get_doc(h, key, &text, &len, NULL, &read_at, err) : ZF_ERR_NOMEM;
     if (st == ZF_ERR_NOT_FOUND) {
         if ((st = v3_implicit(h, path, err)) == ZF_OK)
             st = implicit_group_meta(h, m, mtime);
-    } else if (st == ZF_OK && (st = zf_meta_parse_v3(key, text, len, m, err)) == ZF_OK &&
-               (h->consolidated || zf_store_stat(h->store, key, NULL, mtime, NULL) != ZF_OK)) {
-        *mtime = h->root_mtime; /* from consolidated metadata: its time, as v2 */
+    } else if (st == ZF_OK && (st = zf_meta_parse_v3(key, text, len, m, err)) == ZF_OK) {
+        doc_time(h, key, &read_at, mtime); /* from consolidated metadata: its time, as v2 */
     }
     free(key);
     free(text);
@@ -912,21 +925,22 @@ static void lookup_run(void *arg)
 {
     lookup_task *t = arg;
     zf_node *n;
-    t->st = zf_hierarchy_lookup(t->b->h, t->path, &n, NULL);
+    t->st = lookup_real(t->b->h, t->path, &n, NULL);
     pthread_mutex_lock(&t->b->mu);
     if (--t->b->pending == 0)
         pthread_cond_signal(&t->b->cv);
     pthread_mutex_unlock(&t->b->mu);
 }
 
-/* Remote stores: the sub-prefixes of the listing that are nodes, found by looking them all up at
- * once on the worker pool (the nodes are then cached for opendir's attributes); a sub-prefix
- * whose metadata is invalid is still listed, as locally. */
-static zf_status list_store_parallel(zf_hierarchy *h, const char *prefix,
-                                     const zf_store_listing *l, char ***names, size_t *n,
-                                     size_t *cap)
+/* The sub-prefixes of the listing that are nodes, found by looking them up (the nodes are then
+ * cached for opendir's attributes, which looks each child up anyway): a sub-prefix whose metadata
+ * is invalid is still listed. With parallel (remote stores: each lookup is a few round trips),
+ * all at once on the worker pool. */
+static zf_status list_store_nodes(zf_hierarchy *h, const char *prefix, const zf_store_listing *l,
+                                  bool parallel, char ***names, size_t *n, size_t *cap)
 {
-    zf_pool *pool = zf_h_ensure_pool(h); /* without one, the lookups run here, one by one */
+    /* without a pool, the lookups run here, one by one */
+    zf_pool *pool = parallel ? zf_h_ensure_pool(h) : NULL;
     lookup_task *tasks = calloc(l->n ? l->n : 1, sizeof *tasks);
     if (!tasks)
         return ZF_ERR_NOMEM;
@@ -965,47 +979,66 @@ static zf_status list_store_parallel(zf_hierarchy *h, const char *prefix,
     return st;
 }
 
-/* Children of a group in the store: sub-prefixes holding one of the documents `docs` (v2:
- * .zarray, .zgroup; v3: zarr.json). */
-static zf_status list_store(zf_hierarchy *h, const char *prefix, const char *const *docs,
-                            char ***names, size_t *n, size_t *cap, zf_err *err)
+/* Children of a group in the store: the sub-prefixes that are nodes (v2: .zarray, .zgroup; v3:
+ * zarr.json, or an implicit group). */
+static zf_status list_store(zf_hierarchy *h, const char *prefix, char ***names, size_t *n,
+                            size_t *cap, zf_err *err)
 {
     zf_store_listing l;
     zf_status st = zf_store_list_dir(h->store, prefix, &l, err);
     if (st != ZF_OK)
         return st;
-    if (zf_store_is_remote(h->store)) {
-        st = list_store_parallel(h, prefix, &l, names, n, cap);
-        zf_store_listing_free(&l);
-        return st;
-    }
-    for (size_t i = 0; i < l.n && st == ZF_OK; i++) {
-        if (!l.entries[i].is_prefix)
-            continue;
-        char *child = zf_h_join(prefix, l.entries[i].name);
-        bool found = false;
-        for (const char *const *d = docs; child && *d && !found && st == ZF_OK; d++) {
-            char *k = zf_h_join(child, *d);
-            if (!k)
-                st = ZF_ERR_NOMEM;
-            else
-                found = zf_key_is_valid(child) && doc_exists(h, k);
-            free(k);
-        }
-        if (child && !found && st == ZF_OK && docs == v3_docs && zf_key_is_valid(child)) {
-            zf_status is = store_implicit(h, child, NULL); /* an implicit group? */
-            if (is == ZF_ERR_NOMEM)
-                st = is;
-            else /* one whose check fails is listed (and fails itself), as invalid nodes are */
-                found = is != ZF_ERR_NOT_FOUND;
-        }
-        if (!child)
-            st = ZF_ERR_NOMEM;
-        else if (found && st == ZF_OK)
-            st = zf_h_push_name(names, n, cap, l.entries[i].name, strlen(l.entries[i].name));
-        free(child);
-    }
+    st = list_store_nodes(h, prefix, &l, zf_store_is_remote(h->store), names, n, cap);
     zf_store_listing_free(&l);
+    return st;
+}
+
+static zf_status list_real(zf_hierarchy *h, zf_node *dir, char ***names, size_t *n, size_t *cap,
+                           zf_err *err)
+{
+    zf_status st;
+    if (dir->virtual_root)
+        st = zf_h_push_name(names, n, cap, h->root_array_name, strlen(h->root_array_name));
+    else if (h->consolidated) /* the root's: v2 .zmetadata, v3 inline */
+        st = zf_cindex_list(h->cindex, dir->prefix, names, n, cap);
+    else if (h->format == ZF_FORMAT_V3 && (st = list_own_consolidated(h, dir, names, n, cap)) !=
+                                              ZF_ERR_NOT_FOUND)
+        ; /* the group's own consolidated metadata */
+    else if (h->format == ZF_FORMAT_V3)
+        st = list_store(h, dir->prefix, names, n, cap, err);
+    else if (h->format != ZF_FORMAT_V2)
+        st = list_draft(h, dir->prefix, names, n, cap, err);
+    else
+        st = list_store(h, dir->prefix, names, n, cap, err);
+    if (st == ZF_OK && !dir->virtual_root)
+        st = zf_h_list_pending(h, dir, names, n, cap);
+    if (st == ZF_OK)
+        st = zf_h_unique_names(*names, n);
+    if (st == ZF_ERR_UNSUPPORTED) { /* e.g. a web server without index pages */
+        pthread_mutex_lock(&h->mu);
+        bool warned = h->warned_unlistable;
+        h->warned_unlistable = true;
+        pthread_mutex_unlock(&h->mu);
+        if (!warned)
+            zf_log_warn("%s: the store cannot list the children of a group (%s); nodes can still "
+                        "be opened by their paths", h->store->url,
+                        err && err->msg[0] ? err->msg : "no index pages, no consolidated metadata");
+        st = ZF_OK;
+    }
+    return st;
+}
+
+zf_status zf_h_list_real(zf_hierarchy *h, zf_node *dir, char ***names, size_t *n, zf_err *err)
+{
+    *names = NULL;
+    *n = 0;
+    size_t cap = 0;
+    zf_status st = dir->is_dir ? list_real(h, dir, names, n, &cap, err) : ZF_ERR_INVALID;
+    if (st != ZF_OK) {
+        zf_hierarchy_names_free(*names, *n);
+        *names = NULL;
+        *n = 0;
+    }
     return st;
 }
 
@@ -1032,23 +1065,7 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
         *names = NULL;
         *n = cap = 0;
     }
-    if (dir->virtual_root)
-        st = zf_h_push_name(names, n, &cap, h->root_array_name, strlen(h->root_array_name));
-    else if (h->consolidated) /* the root's: v2 .zmetadata, v3 inline */
-        st = zf_cindex_list(h->cindex, dir->prefix, names, n, &cap);
-    else if (h->format == ZF_FORMAT_V3 && (st = list_own_consolidated(h, dir, names, n, &cap)) !=
-                                              ZF_ERR_NOT_FOUND)
-        ; /* the group's own consolidated metadata */
-    else if (h->format == ZF_FORMAT_V3)
-        st = list_store(h, dir->prefix, v3_docs, names, n, &cap, err);
-    else if (h->format != ZF_FORMAT_V2)
-        st = list_draft(h, dir->prefix, names, n, &cap, err);
-    else
-        st = list_store(h, dir->prefix, v2_docs, names, n, &cap, err);
-    if (st == ZF_OK && !dir->virtual_root)
-        st = zf_h_list_pending(h, dir, names, n, &cap);
-    if (st == ZF_OK)
-        st = zf_h_unique_names(*names, n);
+    st = list_real(h, dir, names, n, &cap, err);
     if (st == ZF_OK && h->sidecars) { /* each array's sidecars after the real children */
         size_t nreal = *n;
         for (size_t i = 0; i < nreal && st == ZF_OK; i++) {
@@ -1067,17 +1084,6 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
             st = zf_h_push_name(names, n, &cap, h->nc_root_name, strlen(h->nc_root_name));
         if (st == ZF_OK) /* a sidecar's name may be a real child's too: the child stays */
             st = zf_h_unique_names(*names, n);
-    }
-    if (st == ZF_ERR_UNSUPPORTED) { /* e.g. a web server without index pages */
-        pthread_mutex_lock(&h->mu);
-        bool warned = h->warned_unlistable;
-        h->warned_unlistable = true;
-        pthread_mutex_unlock(&h->mu);
-        if (!warned)
-            zf_log_warn("%s: the store cannot list the children of a group (%s); nodes can still "
-                        "be opened by their paths", h->store->url,
-                        err && err->msg[0] ? err->msg : "no index pages, no consolidated metadata");
-        st = ZF_OK;
     }
     if (st == ZF_OK && h->ttl > 0) { /* keep a copy for the TTL */
         char **copy = calloc(*n ? *n : 1, sizeof *copy);

@@ -131,6 +131,8 @@ bool zf_h_plain_type(const zf_array_meta *a, char *order, char *kind, unsigned *
 zf_status zf_h_tiff_header(unsigned ndim, const uint64_t *shape, char kind, unsigned size,
                            bool big_endian, const char *description, unsigned char **out,
                            size_t *out_len, const char **why);
+/* zf_hierarchy_list of real nodes only (no derived file; not kept for the TTL), unsorted. */
+zf_status zf_h_list_real(zf_hierarchy *h, zf_node *dir, char ***names, size_t *n, zf_err *err);
 /* zf_hierarchy_lookup of real nodes only (no derived file). */
 zf_status zf_h_lookup_real(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err);
 /* The netCDF classic view of group node `group` (netcdf.c; CDF-2, CDF-5 where a data type or

@@ -465,7 +465,7 @@ zf_status zf_h_nc_view(zf_hierarchy *h, zf_node *group, unsigned char **hdr, siz
     char **names = NULL;
     size_t n = 0;
     zf_err err = {""};
-    zf_status st = zf_hierarchy_list(h, group, &names, &n, &err);
+    zf_status st = zf_h_list_real(h, group, &names, &n, &err);
     if (st != ZF_OK)
         return st;
     if (n > 1) /* variables in name order, whatever the store's (an empty group: no list) */
@@ -477,7 +477,7 @@ zf_status zf_h_nc_view(zf_hierarchy *h, zf_node *group, unsigned char **hdr, siz
             m.oom = true;
             break;
         }
-        st = zf_h_lookup_real(h, path, &c, &err); /* (derived files, this view too, are not) */
+        st = zf_h_lookup_real(h, path, &c, &err);
         free(path);
         if (st != ZF_OK || c->is_dir || c->derived)
             continue;

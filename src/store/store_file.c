@@ -91,12 +91,15 @@ static zf_status errno_status(const char *key, const char *what, zf_err *err)
 /* Read up to len bytes at offset from an open descriptor into out; with suffix, the last len
  * bytes instead (offset ignored), and the file's size in *total. More than bound bytes to read
  * (by the file's size) is ZF_ERR_TOO_LARGE, nothing read; a file growing meanwhile is read up to
- * the size it had. */
+ * the size it had. known: the descriptor's fstat when the caller has it, else NULL. */
 static zf_status read_range(int fd, const char *key, uint64_t offset, uint64_t len, bool suffix,
-                            uint64_t bound, uint64_t *total, zf_bytes *out, zf_err *err)
+                            uint64_t bound, uint64_t *total, const struct stat *known,
+                            zf_bytes *out, zf_err *err)
 {
     struct stat sb;
-    if (fstat(fd, &sb) < 0)
+    if (known)
+        sb = *known;
+    else if (fstat(fd, &sb) < 0)
         return errno_status(key, "stat", err);
     if (S_ISDIR(sb.st_mode))
         return ZF_ERR_NOT_FOUND; /* a directory is not a value */
@@ -134,7 +137,7 @@ static zf_status fs_get_partial(zf_store *s, const char *key, uint64_t offset, u
     int fd = open_beneath(fs->root_fd, key, O_RDONLY | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
         return errno_status(key, "open", err);
-    zf_status st = read_range(fd, key, offset, len, false, ZF_STORE_MAX_VALUE, NULL, out, err);
+    zf_status st = read_range(fd, key, offset, len, false, ZF_STORE_MAX_VALUE, NULL, NULL, out, err);
     close(fd);
     return st;
 }
@@ -148,7 +151,7 @@ static zf_status fs_get_suffix(zf_store *s, const char *key, uint64_t len, zf_by
     int fd = open_beneath(fs->root_fd, key, O_RDONLY | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
         return errno_status(key, "open", err);
-    zf_status st = read_range(fd, key, 0, len, true, ZF_STORE_MAX_VALUE, total, out, err);
+    zf_status st = read_range(fd, key, 0, len, true, ZF_STORE_MAX_VALUE, total, NULL, out, err);
     close(fd);
     return st;
 }
@@ -417,7 +420,7 @@ static zf_status fs_read_versioned(zf_store *s, const char *key, zf_read_kind ki
         st = read_range(fd, key, kind == ZF_READ_ALL ? 0 : offset,
                         kind == ZF_READ_ALL ? UINT64_MAX : len, kind == ZF_READ_SUFFIX,
                         kind == ZF_READ_ALL ? zf_store_bound(len) : ZF_STORE_MAX_VALUE,
-                        &ver->size, out, err);
+                        &ver->size, &sb, out, err);
     close(fd);
     return st;
 }
