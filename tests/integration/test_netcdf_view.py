@@ -7,7 +7,8 @@ Checked with the real readers against the Zarr side: ncdump and ncks (netcdf-bin
 (cdo), netCDF4-python, xarray (open_dataset of the view against open_zarr of the store, both
 with decode_cf=False) and scipy's netCDF reader for the CDF-2 cases. The stores are written by
 xarray (Debian's python3-xarray, Zarr v2) and, for Zarr v3 with dimension_names, by hand (the
-v3 spec's bytes codec: the chunk files are raw little-endian arrays).
+v3 spec's bytes codec: the chunk files are raw little-endian arrays; and sharded, gzip'ed inner
+chunks, served by s3rver, whose view must equal a local v2 directory's of the same data).
 """
 
 import errno
@@ -319,6 +320,74 @@ class OverHttp(zfmount.TestCase):
                         self.assertTrue(np.array_equal(d[v][:].data, a), v)
         finally:
             remote_servers.stop_all()
+            shutil.rmtree(tmp)
+
+
+@unittest.skipIf(netCDF4 is None, "python3-netcdf4 missing")
+class ShardedOnS3(zfmount.TestCase):
+    def test_same_view_as_local_v2(self):
+        """The same data as a Zarr v3 store with sharding (inner chunks gzip'ed) on S3 (s3rver)
+        and as a local Zarr v2 directory written by zarr-python (zlib) give the same netCDF
+        view, byte for byte, and netCDF4 reads the data back from the S3 one."""
+        import numcodecs
+        import remote_servers as rs
+        import gen_v3_common as c3
+        import test_v3_sharding as ts
+        tmp = tempfile.mkdtemp(prefix="zarrfs-nc-s3-")
+        rng = np.random.default_rng(20)
+        # name: data, dimension names, fill value, v2 chunks, v3 shard and inner chunk shapes,
+        # attributes (in sorted order, as zarr-python writes .zattrs)
+        arrays = {
+            "count": ((np.arange(6 * 10) % 300 - 100).astype("<i2").reshape(6, 10), ["time", "lon"],
+                      -1, (6, 5), (6, 10), (3, 5), {}),
+            "lat": (np.linspace(-70, 70, 8).astype("<f8"), ["lat"], 0.0, (4,), (8,), (4,),
+                    {"units": "degrees_north"}),
+            "t2m": ((rng.standard_normal((6, 8, 10)) * 10 + 280).astype("<f4"),
+                    ["time", "lat", "lon"], -9999.0, (3, 4, 5), (3, 8, 10), (3, 4, 5),
+                    {"long_name": "2 m temperature", "units": "K"}),
+        }
+        v3_types = {"<i2": "int16", "<f8": "float64", "<f4": "float32"}
+        try:
+            g2 = zarr.open_group(os.path.join(tmp, "v2", "ds.zarr"), mode="w")
+            g2.attrs["source"] = "the same data in two dialects"
+            root3 = os.path.join(tmp, "v3", "ds.zarr")
+            c3.write_files(root3, {"zarr.json": c3.v3_group_doc(
+                {"source": "the same data in two dialects"})})
+            for name, (data, dims, fill, chunks, shard, inner, attrs) in arrays.items():
+                a = g2.create_dataset(name, data=data, chunks=chunks, fill_value=fill,
+                                      compressor=numcodecs.Zlib(1))
+                a.attrs.update(dict(attrs, _ARRAY_DIMENSIONS=dims))
+                ts.write_array(root3, name, v3_types[data.dtype.str], data, shard,
+                               [ts.shard_conf(inner, [ts.LE, ts.GZ])], fill=fill,
+                               dimension_names=dims)
+                doc = os.path.join(root3, name, "zarr.json")
+                with open(doc) as f:
+                    meta = json.load(f)
+                meta["attributes"] = attrs
+                with open(doc, "w") as f:
+                    json.dump(meta, f)
+            with rs.S3rver(["nc"]) as s3:
+                s3.client().upload_tree(root3, "nc", "ds.zarr")
+                with rs.aws_env(AWS_ACCESS_KEY_ID="S3RVER", AWS_SECRET_ACCESS_KEY="S3RVER"), \
+                        zfmount.Mount("s3://nc/ds.zarr", label="s3",
+                                      options=["endpoint=" + s3.endpoint(), "region=us-east-1",
+                                               "sidecars=nc"]) as remote, \
+                        zfmount.Mount(os.path.join(tmp, "v2", "ds.zarr"), label="local-v2",
+                                      options=["sidecars=nc"]) as local:
+                    with open(local.path("ds.nc"), "rb") as f:
+                        want = f.read()
+                    with open(remote.path("ds.nc"), "rb") as f:
+                        got = f.read()
+                    self.assertEqual(len(got), len(want))
+                    self.assertEqual(got, want)
+                    with netCDF4.Dataset(remote.path("ds.nc")) as d:
+                        self.assertEqual(d.getncattr("source"), "the same data in two dialects")
+                        for name, (data, dims, *_rest) in arrays.items():
+                            self.assertEqual(list(d[name].dimensions), dims, name)
+                            self.assertTrue(np.array_equal(d[name][:].data, data), name)
+                        self.assertEqual(d["t2m"].getncattr("units"), "K")
+        finally:
+            rs.stop_all()
             shutil.rmtree(tmp)
 
 
