@@ -2,6 +2,7 @@
 # Listing a wide group over HTTP: `ls -l` of a v2 group with N arrays served by a threaded Python
 # HTTP server that adds 20 ms to every answer (a stand-in for a 20 ms round trip). Reports the
 # time and the store requests zarrfs made (.zarrfs-stats). Usage: bash bench/wide_listing.sh [N]
+# (ZF_OPTS: -o options for zarrfs, e.g. ZF_OPTS=sidecars=npy)
 set -euo pipefail
 N=${1:-200}
 ZARRFS=${ZARRFS:-$(dirname "$0")/../build/src/fuse/zarrfs}
@@ -28,7 +29,7 @@ S(("127.0.0.1", int(sys.argv[2])), functools.partial(H, directory=sys.argv[1])).
 PY
 SRV=$!
 sleep 1
-"$ZARRFS" "http://127.0.0.1:$PORT/g.zarr" "$MNT"
+"$ZARRFS" ${ZF_OPTS:+-o "$ZF_OPTS"} "http://127.0.0.1:$PORT/g.zarr" "$MNT"
 start=$(date +%s.%N)
 n=$(ls -l "$MNT" | tail -n +2 | wc -l)
 end=$(date +%s.%N)

@@ -1084,6 +1084,19 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
             st = zf_h_push_name(names, n, &cap, h->nc_root_name, strlen(h->nc_root_name));
         if (st == ZF_OK) /* a sidecar's name may be a real child's too: the child stays */
             st = zf_h_unique_names(*names, n);
+        /* The names after the real children (first, and unique already: all kept) are no real
+         * node's, as this listing has just seen: their derived nodes are made here, so that
+         * opendir's entries need not ask the store for real nodes of those names first (two
+         * documents each, two requests over HTTP). */
+        for (size_t i = nreal; i < *n && st == ZF_OK; i++) {
+            char *spath = zf_h_join(dir->path, (*names)[i]);
+            zf_node *d;
+            if (!spath)
+                st = ZF_ERR_NOMEM;
+            else if (zf_h_sidecar_lookup(h, spath, true, &d, NULL) == ZF_ERR_NOMEM)
+                st = ZF_ERR_NOMEM;
+            free(spath);
+        }
     }
     if (st == ZF_OK && h->ttl > 0) { /* keep a copy for the TTL */
         char **copy = calloc(*n ? *n : 1, sizeof *copy);

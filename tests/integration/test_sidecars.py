@@ -602,6 +602,38 @@ class Subset(zfmount.TestCase):
         m.stop()
 
 
+class OverHttp(zfmount.TestCase):
+    def test_listing_asks_nothing_more(self):
+        """Over HTTP (nginx), `ls -l` of a group with every array sidecar makes the store requests
+        that it makes without sidecars, and not one more: the headers come from the metadata
+        already read, and no sidecar's name is asked of the store as a real node first."""
+        import remote_servers as rs
+        tmp = tempfile.mkdtemp(prefix="zarrfs-sidecars-http-")
+        try:
+            g = zarr.open_group(os.path.join(tmp, "g.zarr"), mode="w")
+            for i in range(12):
+                g.create_dataset("a%02d" % i, shape=(6, 8), chunks=(3, 4), dtype="<f4")
+
+            def listing(srv, opts):
+                with zfmount.Mount(srv.url("g.zarr"), options=opts,
+                                   label="http " + (opts[0] if opts else "plain")) as m:
+                    names = sorted(os.listdir(m.mnt))
+                    for n in names:
+                        os.lstat(m.path(n))
+                    with open(m.path(".zarrfs-stats")) as f:
+                        return names, json.load(f)["store"]["requests"]
+
+            with rs.Nginx(tmp) as srv:
+                plain, want = listing(srv, [])
+                names, got = listing(srv, ["sidecars=envi,mhd,nhdr,npy,tif"])
+            self.assertEqual(len(plain), 12)
+            self.assertEqual(len(names), 12 * 6)  # each array, .hdr, .mhd, .nhdr, .npy, .tif
+            self.assertEqual(got, want, "store requests with sidecars / without")
+        finally:
+            rs.stop_all()
+            shutil.rmtree(tmp)
+
+
 if __name__ == "__main__":
     WORK = tempfile.mkdtemp(prefix="zarrfs-sidecars-")
     try:
