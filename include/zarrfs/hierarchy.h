@@ -185,6 +185,12 @@ void zf_hierarchy_node_stat(zf_node *n, uint64_t *size, struct timespec *mtime);
  * the mount's lifetime, or until its metadata is read again); such a file must be read without
  * the page cache (direct I/O), until a read returns nothing, as files in /proc are. */
 bool zf_hierarchy_size_unknown(zf_node *n);
+/* True when n's attributes are at hand and current without store requests (a sidecar header is
+ * brought up to date first, from its array's metadata): false for a netCDF view that a listing
+ * named but nobody made yet (its size needs its arrays' metadata) or that is stale, for a
+ * derived file whose array is gone, and for a text file whose size is not known yet
+ * (zf_hierarchy_size_unknown). */
+bool zf_hierarchy_attrs_ready(zf_hierarchy *h, zf_node *n);
 
 /* Names of the children of a directory node (groups and arrays, including ones whose metadata
  * is invalid or unsupported, and implicit groups: directories without metadata above other

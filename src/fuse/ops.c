@@ -274,12 +274,14 @@ typedef struct dir_handle {
     char **names;
     size_t n;
     struct stat *attrs; /* of each child; st_ino 0 when its lookup failed */
+    zf_node **nodes;    /* each child's node, NULL when its lookup failed */
 } dir_handle;
 
 static void dir_handle_free(dir_handle *d)
 {
     zf_hierarchy_names_free(d->names, d->n);
     free(d->attrs);
+    free(d->nodes);
     free(d);
 }
 
@@ -309,15 +311,18 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     /* Entries carry the children's inode numbers and types (readdir skips d_ino 0); a child
      * whose metadata is invalid still gets listed, with a number no node uses. */
     d->attrs = calloc(d->n ? d->n : 1, sizeof *d->attrs);
-    if (!d->attrs) {
+    d->nodes = calloc(d->n ? d->n : 1, sizeof *d->nodes);
+    if (!d->attrs || !d->nodes) {
         dir_handle_free(d);
         fuse_reply_err(req, ENOMEM);
         return;
     }
     for (size_t i = 0; i < d->n; i++) {
         zf_node *c;
-        if (zf_hierarchy_child_entry(H(req), n, d->names[i], &c, NULL) == ZF_OK)
+        if (zf_hierarchy_child_entry(H(req), n, d->names[i], &c, NULL) == ZF_OK) {
             node_attr(FS(req), c, &d->attrs[i], false); /* (readdir uses the id and type) */
+            d->nodes[i] = c;
+        }
         else
             d->attrs[i] = (struct stat){.st_ino = UINT64_MAX - i, .st_mode = S_IFREG};
     }
@@ -345,6 +350,43 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
             st = d->attrs[i - 2];
         const char *name = i == 0 ? "." : i == 1 ? ".." : d->names[i - 2];
         size_t need = fuse_add_direntry(req, buf + used, size - used, name, &st, (off_t)(i + 1));
+        if (need > size - used)
+            break;
+        used += need;
+    }
+    fuse_reply_buf(req, buf, used);
+    free(buf);
+}
+
+/* readdir with each entry's attributes, as a lookup would give them (the kernel then need not
+ * look the entries up: `ls -l`, `find`), for the children whose attributes are at hand; the
+ * others (a netCDF view not made yet, a text file of unknown size, a child whose lookup failed)
+ * go without, and are looked up when asked for. */
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                           struct fuse_file_info *fi)
+{
+    dir_handle *d = (dir_handle *)(uintptr_t)fi->fh;
+    char *buf = malloc(size);
+    if (!buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    bool rw = writable(H(req));
+    double t = attr_timeout(H(req));
+    size_t used = 0;
+    for (size_t i = (size_t)off; i < d->n + 2; i++) {
+        struct fuse_entry_param e = {.attr = {.st_ino = ino, .st_mode = S_IFDIR}};
+        if (i >= 2)
+            e.attr = d->attrs[i - 2];
+        zf_node *c = i >= 2 ? d->nodes[i - 2] : NULL;
+        if (c && zf_hierarchy_attrs_ready(H(req), c)) {
+            node_attr(FS(req), c, &e.attr, rw);
+            e.ino = c->id;
+            e.attr_timeout = e.entry_timeout = t;
+        }
+        const char *name = i == 0 ? "." : i == 1 ? ".." : d->names[i - 2];
+        size_t need = fuse_add_direntry_plus(req, buf + used, size - used, name, &e,
+                                             (off_t)(i + 1));
         if (need > size - used)
             break;
         used += need;
@@ -1095,6 +1137,7 @@ const struct fuse_lowlevel_ops zf_fuse_ops = {
     .removexattr = op_removexattr,
     .rename = op_rename,
     .destroy = op_destroy,
+    .readdirplus = op_readdirplus,
     .getxattr = op_getxattr,
     .listxattr = op_listxattr,
     .setxattr = op_setxattr,

@@ -832,10 +832,11 @@ static bool header_stale_locked(const zf_node *n, uint64_t gen)
     return n->dgen < gen || n->dbase_size != n->base->size;
 }
 
-/* zf_h_sidecar_refresh of a netCDF view: stale when made before the latest change of metadata
- * or when an array's size changed since; then made again (outside the locks: it lists the group
+/* A netCDF view is stale when not made yet (a listing's entry), made before the latest change
+ * of metadata (gen) or when an array's size changed since. */
+/* zf_h_sidecar_refresh of a netCDF view: when stale, made again (outside the locks: it lists the group
  * and looks its arrays up) and put in place. */
-static void nc_refresh(zf_hierarchy *h, zf_node *n, uint64_t gen)
+static bool nc_stale(zf_node *n, uint64_t gen)
 {
     pthread_mutex_lock(&n->mu);
     bool stale = n->dgen < gen || n->dbase_size == NC_UNMADE;
@@ -844,15 +845,18 @@ static void nc_refresh(zf_hierarchy *h, zf_node *n, uint64_t gen)
     if (was)
         memcpy(was, n->dsegs, ns * sizeof *was);
     pthread_mutex_unlock(&n->mu);
-    if (!stale && !was)
-        return; /* (out of memory: left as it is) */
-    for (size_t i = 0; !stale && i < ns; i++) {
+    for (size_t i = 0; was && !stale && i < ns; i++) {
         pthread_mutex_lock(&was[i].array->mu);
         stale = was[i].array->size != was[i].nbytes;
         pthread_mutex_unlock(&was[i].array->mu);
     }
-    free(was);
-    if (!stale)
+    free(was); /* (out of memory: taken as not stale, left as it is) */
+    return stale;
+}
+
+static void nc_refresh(zf_hierarchy *h, zf_node *n, uint64_t gen)
+{
+    if (!nc_stale(n, gen))
         return;
     unsigned char *hdr;
     size_t hlen, nsegs;
@@ -876,6 +880,20 @@ static void nc_refresh(zf_hierarchy *h, zf_node *n, uint64_t gen)
     if (n->dgen < gen)
         n->dgen = gen;
     pthread_mutex_unlock(&n->mu);
+}
+
+bool zf_hierarchy_attrs_ready(zf_hierarchy *h, zf_node *n)
+{
+    if (zf_hierarchy_size_unknown(n))
+        return false;
+    if (!n->derived)
+        return true;
+    if (!zf_h_sidecar_current(h, n)) /* its array is gone */
+        return false;
+    if (n->dkind == ZF_SIDECAR_NC) /* (made from its arrays' metadata: by a lookup) */
+        return !nc_stale(n, atomic_load_explicit(&h->meta_gen, memory_order_acquire));
+    zf_h_sidecar_refresh(h, n); /* a header: from its array's metadata, at hand */
+    return true;
 }
 
 void zf_h_sidecar_refresh(zf_hierarchy *h, zf_node *n)

@@ -602,6 +602,54 @@ class Subset(zfmount.TestCase):
         m.stop()
 
 
+class ListingAttributes(zfmount.TestCase):
+    """A listing gives the kernel each entry's attributes (readdirplus) where they are at hand,
+    so `ls -l` needs no lookup per entry: what a listing's entries then `lstat` as must be what a
+    lookup gives on a fresh mount, for groups, arrays, sidecars, netCDF views (made or not) and a
+    text file of variable-length strings (size unknown until read), read-only and under -o rw."""
+
+    @staticmethod
+    def attrs(st, name):
+        # (a netCDF view's time is when it was made: not compared)
+        return (st.st_mode, st.st_size, st.st_nlink, st.st_uid, st.st_gid,
+                None if name.endswith(".nc") else st.st_mtime_ns)
+
+    def test_listing_equals_lookups(self):
+        import numcodecs
+        tmp = tempfile.mkdtemp(prefix="zarrfs-sidecars-plus-")
+        try:
+            store = os.path.join(tmp, "store.zarr")
+            shutil.copytree(os.path.join(WORK, "store.zarr"), store)
+            g = zarr.open_group(store, mode="a")
+            t = g.create_dataset("names", shape=(5,), chunks=(2,), dtype=object,
+                                 object_codec=numcodecs.VLenUTF8())
+            t[...] = np.array(["alpha", "b", "gamma", "delta", "epsilon"], dtype=object)
+            for opts in (["sidecars"], ["sidecars", "rw"]):
+                seen = {}
+                with zfmount.Mount(store, options=opts, args=["-d"],
+                                   label="listed " + ",".join(opts)) as m:
+                    for d in ("", "sub", "ome"):
+                        for e in os.scandir(m.path(d)):
+                            seen[os.path.join(d, e.name)] = self.attrs(e.stat(follow_symlinks=False),
+                                                                       e.name)
+                    log_text = m.stderr_text()
+                with zfmount.Mount(store, options=opts, label="looked up " + ",".join(opts)) as m:
+                    for rel in sorted(seen, reverse=True):  # no listing: each a lookup
+                        self.assertEqual(self.attrs(os.lstat(m.path(rel)), rel), seen[rel],
+                                         "%s (%s)" % (rel, ",".join(opts)))
+                self.assertIn("names", seen)
+                self.assertIn("store.nc", seen)
+                self.assertIn("sub.nc", seen)
+                # only what a listing could not give is looked up: the views not made yet
+                # (store.nc, sub.nc, ome.nc) and the text file, 4 of 93 entries; without
+                # readdirplus, every entry
+                lookups = log_text.count("opcode: LOOKUP")
+                self.assertGreaterEqual(len(seen), 60)
+                self.assertLess(lookups, len(seen) // 4, "lookups for %d entries" % len(seen))
+        finally:
+            shutil.rmtree(tmp)
+
+
 class OverHttp(zfmount.TestCase):
     def test_listing_asks_nothing_more(self):
         """Over HTTP (nginx), `ls -l` of a group with every array sidecar makes the store requests
