@@ -333,8 +333,14 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         handle_release(&d->link);
 }
 
-static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                       struct fuse_file_info *fi)
+/* A listing's entries from offset off, as many as fit in size bytes. Offsets: 0 ".", 1 "..",
+ * 2 + i the i-th child; each entry records the offset after it. With plus (readdirplus), each
+ * entry carries the attributes a lookup would give, so that the kernel need not look the
+ * entries up (`ls -l`, `find`), for the children whose attributes are at hand; the others (a
+ * netCDF view not made yet, a text file of unknown size, a child whose lookup failed) go
+ * without and are looked up when asked for. */
+static void reply_entries(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                          struct fuse_file_info *fi, bool plus)
 {
     dir_handle *d = (dir_handle *)(uintptr_t)fi->fh;
     char *buf = malloc(size);
@@ -342,14 +348,24 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_reply_err(req, ENOMEM);
         return;
     }
+    bool rw = plus && writable(H(req));
+    double t = plus ? attr_timeout(H(req)) : 0;
     size_t used = 0;
-    /* Offsets: 0 ".", 1 "..", 2 + i the i-th child; each entry records the offset after it. */
     for (size_t i = (size_t)off; i < d->n + 2; i++) {
-        struct stat st = {.st_ino = ino, .st_mode = S_IFDIR};
+        struct fuse_entry_param e = {.attr = {.st_ino = ino, .st_mode = S_IFDIR}};
         if (i >= 2)
-            st = d->attrs[i - 2];
+            e.attr = d->attrs[i - 2];
+        zf_node *c = plus && i >= 2 ? d->nodes[i - 2] : NULL;
+        if (c && zf_hierarchy_attrs_ready(H(req), c)) {
+            node_attr(FS(req), c, &e.attr, rw);
+            e.ino = c->id;
+            e.attr_timeout = e.entry_timeout = t;
+        }
         const char *name = i == 0 ? "." : i == 1 ? ".." : d->names[i - 2];
-        size_t need = fuse_add_direntry(req, buf + used, size - used, name, &st, (off_t)(i + 1));
+        size_t need = plus ? fuse_add_direntry_plus(req, buf + used, size - used, name, &e,
+                                                    (off_t)(i + 1))
+                           : fuse_add_direntry(req, buf + used, size - used, name, &e.attr,
+                                               (off_t)(i + 1));
         if (need > size - used)
             break;
         used += need;
@@ -358,41 +374,16 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     free(buf);
 }
 
-/* readdir with each entry's attributes, as a lookup would give them (the kernel then need not
- * look the entries up: `ls -l`, `find`), for the children whose attributes are at hand; the
- * others (a netCDF view not made yet, a text file of unknown size, a child whose lookup failed)
- * go without, and are looked up when asked for. */
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+    reply_entries(req, ino, size, off, fi, false);
+}
+
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                            struct fuse_file_info *fi)
 {
-    dir_handle *d = (dir_handle *)(uintptr_t)fi->fh;
-    char *buf = malloc(size);
-    if (!buf) {
-        fuse_reply_err(req, ENOMEM);
-        return;
-    }
-    bool rw = writable(H(req));
-    double t = attr_timeout(H(req));
-    size_t used = 0;
-    for (size_t i = (size_t)off; i < d->n + 2; i++) {
-        struct fuse_entry_param e = {.attr = {.st_ino = ino, .st_mode = S_IFDIR}};
-        if (i >= 2)
-            e.attr = d->attrs[i - 2];
-        zf_node *c = i >= 2 ? d->nodes[i - 2] : NULL;
-        if (c && zf_hierarchy_attrs_ready(H(req), c)) {
-            node_attr(FS(req), c, &e.attr, rw);
-            e.ino = c->id;
-            e.attr_timeout = e.entry_timeout = t;
-        }
-        const char *name = i == 0 ? "." : i == 1 ? ".." : d->names[i - 2];
-        size_t need = fuse_add_direntry_plus(req, buf + used, size - used, name, &e,
-                                             (off_t)(i + 1));
-        if (need > size - used)
-            break;
-        used += need;
-    }
-    fuse_reply_buf(req, buf, used);
-    free(buf);
+    reply_entries(req, ino, size, off, fi, true);
 }
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
