@@ -273,14 +273,12 @@ typedef struct dir_handle {
     open_handle link; /* first: a dir_handle is its open_handle */
     char **names;
     size_t n;
-    struct stat *attrs; /* of each child; st_ino 0 when its lookup failed */
-    zf_node **nodes;    /* each child's node, NULL when its lookup failed */
+    zf_node **nodes; /* each child's node, NULL when its lookup failed */
 } dir_handle;
 
 static void dir_handle_free(dir_handle *d)
 {
     zf_hierarchy_names_free(d->names, d->n);
-    free(d->attrs);
     free(d->nodes);
     free(d);
 }
@@ -308,24 +306,17 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         reply_status(req, st, &err, n->path[0] ? n->path : "/");
         return;
     }
-    /* Entries carry the children's inode numbers and types (readdir skips d_ino 0); a child
-     * whose metadata is invalid still gets listed, with a number no node uses. */
-    d->attrs = calloc(d->n ? d->n : 1, sizeof *d->attrs);
+    /* Each child's node, for its entry's inode number and type (and readdirplus's attributes);
+     * a child whose metadata is invalid has none and is still listed (reply_entries). */
     d->nodes = calloc(d->n ? d->n : 1, sizeof *d->nodes);
-    if (!d->attrs || !d->nodes) {
+    if (!d->nodes) {
         dir_handle_free(d);
         fuse_reply_err(req, ENOMEM);
         return;
     }
-    for (size_t i = 0; i < d->n; i++) {
-        zf_node *c;
-        if (zf_hierarchy_child_entry(H(req), n, d->names[i], &c, NULL) == ZF_OK) {
-            node_attr(FS(req), c, &d->attrs[i], false); /* (readdir uses the id and type) */
-            d->nodes[i] = c;
-        }
-        else
-            d->attrs[i] = (struct stat){.st_ino = UINT64_MAX - i, .st_mode = S_IFREG};
-    }
+    for (size_t i = 0; i < d->n; i++)
+        if (zf_hierarchy_child_entry(H(req), n, d->names[i], &d->nodes[i], NULL) != ZF_OK)
+            d->nodes[i] = NULL;
     handle_track(&d->link, dir_handle_free_link);
     fi->fh = (uintptr_t)d;
     fi->keep_cache = 1;
@@ -334,7 +325,9 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 }
 
 /* A listing's entries from offset off, as many as fit in size bytes. Offsets: 0 ".", 1 "..",
- * 2 + i the i-th child; each entry records the offset after it. With plus (readdirplus), each
+ * 2 + i the i-th child; each entry records the offset after it and carries the child's inode
+ * number and type (readdir skips d_ino 0: a child whose lookup failed gets a number no node
+ * uses, counted down from 2^64 - 1). With plus (readdirplus), each
  * entry carries the attributes a lookup would give, so that the kernel need not look the
  * entries up (`ls -l`, `find`), for the children whose attributes are at hand; the others (a
  * netCDF view not made yet, a text file of unknown size, a child whose lookup failed) go
@@ -353,11 +346,14 @@ static void reply_entries(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off
     size_t used = 0;
     for (size_t i = (size_t)off; i < d->n + 2; i++) {
         struct fuse_entry_param e = {.attr = {.st_ino = ino, .st_mode = S_IFDIR}};
-        if (i >= 2)
-            e.attr = d->attrs[i - 2];
-        zf_node *c = plus && i >= 2 ? d->nodes[i - 2] : NULL;
-        if (c && zf_hierarchy_attrs_ready(H(req), c)) {
+        zf_node *c = i >= 2 ? d->nodes[i - 2] : NULL;
+        /* (first: it brings a sidecar's header up to date) */
+        bool with_attrs = plus && c && zf_hierarchy_attrs_ready(H(req), c);
+        if (c)
             node_attr(FS(req), c, &e.attr, rw);
+        else if (i >= 2)
+            e.attr = (struct stat){.st_ino = UINT64_MAX - (i - 2), .st_mode = S_IFREG};
+        if (with_attrs) {
             e.ino = c->id;
             e.attr_timeout = e.entry_timeout = t;
         }

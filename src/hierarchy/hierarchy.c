@@ -907,7 +907,7 @@ static zf_status list_draft(zf_hierarchy *h, const char *path, char ***names, si
 
 zf_pool *zf_h_ensure_pool(zf_hierarchy *h);
 
-/* Looking children up in parallel (remote stores: each lookup is a few round trips). */
+/* Looking a listing's children up (list_store_nodes), in parallel or one by one. */
 typedef struct lookup_batch {
     zf_hierarchy *h;
     pthread_mutex_t mu;

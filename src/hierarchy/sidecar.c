@@ -834,8 +834,6 @@ static bool header_stale_locked(const zf_node *n, uint64_t gen)
 
 /* A netCDF view is stale when not made yet (a listing's entry), made before the latest change
  * of metadata (gen) or when an array's size changed since. */
-/* zf_h_sidecar_refresh of a netCDF view: when stale, made again (outside the locks: it lists the group
- * and looks its arrays up) and put in place. */
 static bool nc_stale(zf_node *n, uint64_t gen)
 {
     pthread_mutex_lock(&n->mu);
@@ -854,6 +852,8 @@ static bool nc_stale(zf_node *n, uint64_t gen)
     return stale;
 }
 
+/* zf_h_sidecar_refresh of a netCDF view: when stale, made again (outside the locks: it lists the
+ * group and looks its arrays up) and put in place. */
 static void nc_refresh(zf_hierarchy *h, zf_node *n, uint64_t gen)
 {
     if (!nc_stale(n, gen))
