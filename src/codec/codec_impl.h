@@ -321,6 +321,15 @@ zf_status zf_codec_squeeze_new(yajl_val cfg, const zf_chunk_repr *decoded, zf_co
  * of representation `decoded`, from its configuration (NULL when absent). */
 zf_status zf_codec_bytes_new(yajl_val cfg, const char *name, const zf_chunk_repr *decoded,
                              zf_codec **out, zf_err *err);
+/* The zarr-extensions "n5_default" codec (array -> bytes, n5_default.c) for chunks of
+ * representation `decoded`, from its configuration {"codecs": [transpose, bytes, (one
+ * bytes -> bytes codec)]}, built at nesting depth `depth` + 1; fill_value (NULL: zero bytes,
+ * else decoded->dtype.itemsize bytes, copied) pads truncated blocks. Errors: ZF_ERR_INVALID
+ * (a configuration the document does not allow, a 0-d array), ZF_ERR_UNSUPPORTED (an inner
+ * codec zarrfs does not know), ZF_ERR_NOMEM. */
+zf_status zf_codec_n5_default_new(yajl_val cfg, const zf_chunk_repr *decoded,
+                                  const uint8_t *fill_value, unsigned depth, zf_codec **out,
+                                  zf_err *err);
 /* A bytes codec with the given byte order (the 2022 draft's implicit default binary
  * representation). Errors: ZF_ERR_NOMEM. */
 zf_status zf_codec_bytes_make(bool big_endian, zf_codec **out);

@@ -25,8 +25,9 @@
  * compressors, shuffle and the checksums (with fletcher32 and jenkins_lookup3) bytes -> bytes
  * codecs; categorize (a -> a) and base64 (b -> b) are accepted by their nature although
  * numcodecs.zarr3 does not list them. Also zarrs' "bitround" (its own rounding rules,
- * bitround.c), the zarr-extensions "reshape" and zarrs' "zarrs.squeeze" (reshape.c), and zarrs'
- * URL aliases of bitround and numcodecs.fletcher32 (v3_aliases).
+ * bitround.c), the zarr-extensions "reshape" and zarrs' "zarrs.squeeze" (reshape.c), the
+ * zarr-extensions "n5_default" (n5_default.c: N5 blocks), and zarrs' URL aliases of bitround and
+ * numcodecs.fletcher32 (v3_aliases).
  *
  * The May 2022 draft (ZF_CODECS_DRAFT_2022), "Array metadata", "codecs": objects naming their
  * codec by URI, under "codec" (the key of the October 2020 draft's codec objects) or "type" (the
@@ -569,6 +570,7 @@ static bool kind_by_name(const entry *e, zf_codec_dialect dialect, zf_codec_kind
         {"zarrs.squeeze", ZF_CODEC_ARRAY_TO_ARRAY, false},
         {"vlen-utf8", ZF_CODEC_ARRAY_TO_BYTES, false},
         {"vlen-bytes", ZF_CODEC_ARRAY_TO_BYTES, false},
+        {"n5_default", ZF_CODEC_ARRAY_TO_BYTES, false},
     };
     if (!e->id)
         return false;
@@ -618,6 +620,8 @@ static zf_status build(const entry *e, zf_codec_dialect dialect, const zf_chunk_
         return crc32c_new(e->cfg, out, err);
     if (strcmp(id, "sharding_indexed") == 0)
         return zf_codec_sharding_new(e->cfg, cur, fill, depth, out, err);
+    if (strcmp(id, "n5_default") == 0)
+        return zf_codec_n5_default_new(e->cfg, cur, fill, depth, out, err);
     if (strcmp(id, "vlen-utf8") == 0) { /* zarr-extensions "vlen-utf8": no configuration */
         static const char *const none[] = {NULL};
         zf_status st = zf_v3_check_keys(e->cfg, "vlen-utf8", none, err);

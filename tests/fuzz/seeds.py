@@ -342,6 +342,29 @@ def shard_seeds():
 
 # ---- remote listings, URLs, keys -------------------------------------------------------------
 
+def n5_seeds():
+    """codec_v3 seeds of the n5_default codec (zarr-extensions codecs/n5_default): N5 blocks
+    (header: mode, ndim, dims as big-endian u16, u16, u32s; then big-endian elements, F order
+    over the dims) raw and gzip'ed, whole and truncated."""
+    import gzip
+    import struct
+    for dims, block, comp in (((6, 4), (6, 4), None), ((6, 4), (5, 3), None),
+                              ((6, 4), (6, 4), "gzip"), ((3, 2, 2), (2, 2, 1), "gzip")):
+        codecs = [{"name": "transpose", "configuration": {"order": list(range(len(dims)))[::-1]}},
+                  {"name": "bytes", "configuration": {"endian": "big"}}]
+        n = 1
+        for d in block:
+            n *= d
+        data = b"".join(struct.pack(">i", i * 7 - 11) for i in range(n))
+        if comp:
+            codecs.append({"name": "gzip", "configuration": {"level": 1}})
+            data = gzip.compress(data, mtime=0)
+        head = struct.pack(">HH", 0, len(block)) + b"".join(struct.pack(">I", d) for d in block)
+        cfg = [{"name": "n5_default", "configuration": {"codecs": codecs}}]
+        put("codec_v3", ("int32 %s 0\n" % ",".join(map(str, dims))).encode() +
+            compact(cfg).encode() + b"\0" + head + data)
+
+
 def listing_seeds(keys):
     names = sorted({k.split("/", 1)[0] + ("/" if "/" in k else "") for k in keys})
     from urllib.parse import quote
@@ -532,6 +555,7 @@ def main():
     numcodecs_seeds(os.path.join(td, "numcodecs-fixture"))
     object_codec_seeds()
     shard_seeds()
+    n5_seeds()
     keys = []
     for t in v2_trees[:2] + v3_trees:
         keys += list(tree_files(t))
