@@ -144,11 +144,12 @@ static zf_status decode_unknown(const zf_codec *c, const uint8_t *in, size_t in_
         st = c->ops->decoded_size(c, in, in_len, len, &e);
         if (st == ZF_OK) {
             if (*len > bound) {
+                zf_fail(err, ZF_ERR_CORRUPT,
+                        "%s: the data says %zu decoded bytes, more than the %zu bytes allowed "
+                        "for an intermediate result",
+                        name, *len, bound);
                 *len = SIZE_MAX;
-                return zf_fail(err, ZF_ERR_CORRUPT,
-                               "%s: the data says %zu decoded bytes, more than the %zu bytes "
-                               "allowed for an intermediate result",
-                               name, *len, bound);
+                return ZF_ERR_CORRUPT;
             }
             uint8_t *out = scratch_get(buf, *len);
             if (!out)

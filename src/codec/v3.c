@@ -26,7 +26,11 @@
  * codecs; categorize (a -> a) and base64 (b -> b) are accepted by their nature although
  * numcodecs.zarr3 does not list them. Also zarrs' "bitround" (its own rounding rules,
  * bitround.c), the zarr-extensions "reshape" and zarrs' "zarrs.squeeze" (reshape.c), and zarrs'
- * URL aliases of bitround and numcodecs.fletcher32 (v3_aliases).
+ * URL aliases of bitround and numcodecs.fletcher32 (v3_aliases). The zarr-extensions
+ * "scale_offset" (array -> array; its encode_fill gives the fill value the codecs after it see,
+ * next_fill) and "conditional" (bytes -> bytes, wrapping a list of bytes -> bytes codecs built
+ * here too: zf_chain_from_v3_bytes_at), and zarrs' "zarrs.vlen" and "zarrs.vlen_v2" (array ->
+ * bytes for string and bytes arrays, also under their codec.zarrs.dev URLs).
  *
  * The May 2022 draft (ZF_CODECS_DRAFT_2022), "Array metadata", "codecs": objects naming their
  * codec by URI, under "codec" (the key of the October 2020 draft's codec objects) or "type" (the
@@ -736,8 +740,10 @@ static zf_status from_list(yajl_val codecs, zf_codec_dialect dialect,
         if ((st = parse_entry(codecs->u.array.values[i], dialect, i, &e, err)) != ZF_OK)
             break;
         if (!is_known(&e, dialect)) {
-            if (!e.must_understand)
-                continue; /* core "must_understand": may be ignored */
+            /* core "must_understand": may be ignored; not in a conditional codec's list, whose
+             * header bits count its codecs as written */
+            if (!e.must_understand && !bytes_only)
+                continue;
             st = zf_fail(err, ZF_ERR_UNSUPPORTED, "codec \"%.200s\" is not supported", e.name);
             break;
         }

@@ -455,6 +455,10 @@ START_TEST(test_conditional_config)
                      ZF_ERR_INVALID);
     ck_assert_int_eq(build_status("[" LE ", " COND "{\"codecs\": [\"nope\"]}}]", &r, msg),
                      ZF_ERR_UNSUPPORTED);
+    /* an unknown codec marked must_understand false still counts: the header numbers it */
+    ck_assert_int_eq(build_status("[" LE ", " COND "{\"codecs\": [{\"name\": \"nope\", "
+                                  "\"must_understand\": false}]}}]", &r, msg),
+                     ZF_ERR_UNSUPPORTED);
     ck_assert_int_eq(build_status("[" COND "{\"codecs\": []}}, " LE "]", &r, msg),
                      ZF_ERR_INVALID); /* before the array -> bytes codec */
     ck_assert_int_eq(build_status("[" LE ", " COND "{\"codecs\": [" COND "{\"codecs\": "
