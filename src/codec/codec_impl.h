@@ -344,6 +344,39 @@ zf_status zf_codec_sharding_new(yajl_val cfg, const zf_chunk_repr *decoded,
                                 const uint8_t *fill_value, unsigned depth, zf_codec **out,
                                 zf_err *err);
 
+/* --- zarr-extensions scale_offset and conditional, zarrs' vlen codecs --- */
+
+/* scale_offset (array -> array) for arrays of representation `decoded` (its data type is the
+ * one offset and scale are written in), from its configuration (NULL when absent). Errors:
+ * ZF_ERR_INVALID (unknown keys, values not of the data type, a data type that is not an
+ * integer or floating-point type, scale 0), ZF_ERR_UNSUPPORTED, ZF_ERR_NOMEM. */
+zf_status zf_codec_scale_offset_new(yajl_val cfg, const zf_chunk_repr *decoded, zf_codec **out,
+                                    zf_err *err);
+/* conditional (bytes -> bytes) wrapping the bytes -> bytes codecs of its "codecs" list, built
+ * at depth + 1 for byte strings `decoded`. Errors: ZF_ERR_INVALID, ZF_ERR_UNSUPPORTED (an inner
+ * codec zarrfs does not know), ZF_ERR_NOMEM. */
+zf_status zf_codec_conditional_new(yajl_val cfg, const zf_chunk_repr *decoded, unsigned depth,
+                                   zf_codec **out, zf_err *err);
+/* A list of bytes -> bytes codecs only (the conditional codec's), for byte strings `decoded`:
+ * zf_chain_from_v3_at's rules otherwise. Errors: as zf_chain_from_v3_at; ZF_ERR_INVALID for a
+ * codec of another kind. */
+zf_status zf_chain_from_v3_bytes_at(yajl_val codecs, const zf_chunk_repr *decoded,
+                                    unsigned depth, zf_codec_chain *out, zf_err *err);
+/* zarrs' "zarrs.vlen" and "zarrs.vlen_v2" (array -> bytes, variable-length elements read as
+ * text) for chunks of `decoded`, whose data type must be tagged as string or bytes
+ * (zf_vlen_dtype_utf8). zarrs.vlen builds its index and data chains at depth + 1. Errors:
+ * ZF_ERR_INVALID (configuration), ZF_ERR_UNSUPPORTED, ZF_ERR_NOMEM. */
+zf_status zf_codec_zarrs_vlen_new(yajl_val cfg, const zf_chunk_repr *decoded, unsigned depth,
+                                  zf_codec **out, zf_err *err);
+zf_status zf_codec_zarrs_vlen_v2_new(yajl_val cfg, const zf_chunk_repr *decoded,
+                                     zf_codec **out, zf_err *err);
+/* Whether the variable-length elements of `cur` are strings (*utf8 true: vlen-utf8's text
+ * rules) or byte strings (false: vlen-bytes'): the v3 data types string and bytes, which
+ * meta_v3.c names in the chunk representation's dtype.unit ("string", "bytes"). Errors:
+ * ZF_ERR_UNSUPPORTED naming `codec` when the representation says neither. */
+zf_status zf_vlen_dtype_utf8(const char *codec, const zf_chunk_repr *cur, bool *utf8,
+                             zf_err *err);
+
 /* The checksum codecs' encode: the payload with its checksum before or after it. */
 zf_status zf_checksum_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
                              size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,
