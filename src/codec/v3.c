@@ -25,8 +25,9 @@
  * compressors, shuffle and the checksums (with fletcher32 and jenkins_lookup3) bytes -> bytes
  * codecs; categorize (a -> a) and base64 (b -> b) are accepted by their nature although
  * numcodecs.zarr3 does not list them. Also zarrs' "bitround" (its own rounding rules,
- * bitround.c), the zarr-extensions "reshape" and zarrs' "zarrs.squeeze" (reshape.c), and zarrs'
- * URL aliases of bitround and numcodecs.fletcher32 (v3_aliases).
+ * bitround.c), the zarr-extensions "reshape" and zarrs' "zarrs.squeeze" (reshape.c), the
+ * zarr-extensions "zfp" (zfp.c; zarrs' "zarrs.zfp"), and zarrs' URL aliases of bitround,
+ * numcodecs.fletcher32, zfp, numcodecs.zfpy and numcodecs.pcodec (v3_aliases).
  *
  * The May 2022 draft (ZF_CODECS_DRAFT_2022), "Array metadata", "codecs": objects naming their
  * codec by URI, under "codec" (the key of the October 2020 draft's codec objects) or "type" (the
@@ -479,6 +480,10 @@ static const struct {
     {"https://codec.zarrs.dev/bytes_to_bytes/fletcher32", "numcodecs.fletcher32"},
     {"https://codec.zarrs.dev/array_to_bytes/vlen_utf8", "vlen-utf8"},
     {"https://codec.zarrs.dev/array_to_bytes/vlen_bytes", "vlen-bytes"},
+    {"zarrs.zfp", "zfp"},
+    {"https://codec.zarrs.dev/array_to_bytes/zfp", "zfp"},
+    {"https://codec.zarrs.dev/array_to_bytes/zfpy", "numcodecs.zfpy"},
+    {"https://codec.zarrs.dev/array_to_bytes/pcodec", "numcodecs.pcodec"},
 };
 
 /* e->id for a v3 name: the name, or the name it is an alias of. */
@@ -569,6 +574,7 @@ static bool kind_by_name(const entry *e, zf_codec_dialect dialect, zf_codec_kind
         {"zarrs.squeeze", ZF_CODEC_ARRAY_TO_ARRAY, false},
         {"vlen-utf8", ZF_CODEC_ARRAY_TO_BYTES, false},
         {"vlen-bytes", ZF_CODEC_ARRAY_TO_BYTES, false},
+        {"zfp", ZF_CODEC_ARRAY_TO_BYTES, false},
     };
     if (!e->id)
         return false;
@@ -616,6 +622,8 @@ static zf_status build(const entry *e, zf_codec_dialect dialect, const zf_chunk_
         return blosc_new(e->cfg, dialect, out, err);
     if (strcmp(id, "crc32c") == 0)
         return crc32c_new(e->cfg, out, err);
+    if (strcmp(id, "zfp") == 0)
+        return zf_codec_zfp_new(e->cfg, out, err);
     if (strcmp(id, "sharding_indexed") == 0)
         return zf_codec_sharding_new(e->cfg, cur, fill, depth, out, err);
     if (strcmp(id, "vlen-utf8") == 0) { /* zarr-extensions "vlen-utf8": no configuration */
