@@ -190,6 +190,38 @@ class ZfpyWrittenByZarrPython(zfmount.TestCase):
             % len(want))
 
 
+class Unsupported(zfmount.TestCase):
+    def test_01_types_and_dimensions_zfp_does_not_take(self):
+        """float16 (v2 zfpy, v3 zfp) and a 5-d chunk: listed with their size, reads EIO,
+        user.zarr.error names the codec; a sibling reads."""
+        root = os.path.join(WORK, "unsupported.zarr")
+        files = {"zarr.json": c3.v3_group_doc(),
+                 "f2/zarr.json": c3.v3_array_doc((8,), (8,), "float16",
+                                                 [{"name": "zfp", "configuration":
+                                                   {"mode": "reversible"}}]),
+                 "d5/zarr.json": c3.v3_array_doc((2, 2, 2, 2, 2), (2, 2, 2, 2, 2), "float32",
+                                                 [{"name": "zfp", "configuration":
+                                                   {"mode": "reversible"}}]),
+                 "good/zarr.json": c3.v3_array_doc((8,), (8,), "float32",
+                                                   [{"name": "zfp", "configuration":
+                                                     {"mode": "reversible"}}])}
+        c3.write_files(root, files)
+        v2 = os.path.join(WORK, "unsupported_v2.zarr")
+        zarr.open_array(v2, mode="w", shape=(8,), chunks=(8,), dtype="<f2", compressor=None)
+        with open(os.path.join(v2, ".zarray")) as f:
+            doc = json.load(f)
+        doc["compressor"] = {"id": "zfpy", "mode": 4, "tolerance": -1}
+        with open(os.path.join(v2, ".zarray"), "w") as f:
+            json.dump(doc, f)
+        with zfmount.Mount(root) as m:
+            self.assertUndecodable(m.path("f2"), 16, ["zfp", "<f2"])
+            self.assertUndecodable(m.path("d5"), 128, ["zfp", "5 dimensions"])
+            self.assertEqual(zfmount.read_all(m.path("good")), bytes(32))
+        with zfmount.Mount(v2) as m:
+            self.assertUndecodable(m.path("unsupported_v2"), 16, ["zfpy", "<f2"])
+        log("  float16 and 5-d chunks: real size, EIO, user.zarr.error names zfp / zfpy")
+
+
 class V3Zfp(zfmount.TestCase):
     def test_01_chunks_of_the_zfp_command(self):
         root = os.path.join(WORK, "zfp_v3.zarr")
