@@ -144,9 +144,17 @@ typedef struct zf_codec_chain {
 /* Build one codec from a Zarr v2 / numcodecs configuration object such as
  * {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1}. Used for both `compressor` and
  * each entry of `filters`. Errors: ZF_ERR_UNSUPPORTED for an id zarrfs does not serve (the message
- * names it: object codecs such as vlen-utf8, json2, pickle, msgpack2; zfpy, pcodec);
+ * names it: object codecs such as pickle, msgpack; pcodec);
  * ZF_ERR_INVALID for a malformed configuration (message names the field). */
 zf_status zf_codec_from_v2(yajl_val config, zf_codec **out, zf_err *err);
+
+/* Part of the ZF_ERR_UNSUPPORTED message of zf_codec_from_v2, zf_chain_from_v3 and
+ * zf_codec_from_draft2020 for a codec zarrfs knows but that no library on this system decodes
+ * (pcodec: v2 "pcodec", v3 "numcodecs.pcodec"): `codec "pcodec" is not supported (pcodec
+ * compression: no library on this system provides it)`. The metadata layer marks such arrays
+ * so that they fail to open (EOPNOTSUPP) instead of opening and failing every read (meta.h,
+ * zf_node_meta.refuse_open; docs/formats.md). */
+#define ZF_CODEC_NO_LIBRARY "no library on this system provides it"
 
 /* A transpose (array -> array) whose encoded array has axes `order` of the decoded one (Zarr v3
  * "transpose" codec; Zarr v2 `order: "F"` is order = [ndim-1, ..., 0]). order is a permutation
@@ -175,7 +183,8 @@ typedef enum zf_codec_dialect {
  * codec, then zero or more bytes -> bytes codecs (v3 core "Codecs"); the chain is resolved
  * against `decoded` before it is returned. On failure *out is left empty.
  * Errors: ZF_ERR_UNSUPPORTED for a codec zarrfs does not know (message names it, e.g.
- * `codec "zfp" is not supported`); ZF_ERR_INVALID for a malformed list or configuration, codecs
+ * `codec "zarrs.gdeflate" is not supported`), or of a data type or chunk dimensionality a codec
+ * does not serve (zfp: float16, more than 4 dimensions); ZF_ERR_INVALID for a malformed list or configuration, codecs
  * in the wrong order, or a configuration that does not fit the chunk (message names the codec
  * and field).
  * Details (src/codec/v3.c): a codec zarrfs does not know but marked "must_understand": false is

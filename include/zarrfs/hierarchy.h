@@ -41,7 +41,8 @@ typedef struct zf_node {
     bool pending;          /* a new empty file, no metadata yet (zf_hierarchy_create) */
     struct zf_node *pending_next;
     uint64_t gen;          /* arrays: bumped by each resize (a new chunk-cache id) */
-    _Atomic bool read_failed_logged; /* an undecodable array's failed read was logged */
+    _Atomic bool read_failed_logged; /* an undecodable array's failed read (or refused open,
+                                        * meta.refuse_open) was logged */
     _Atomic bool size_told; /* text arrays: the kernel was told that the size became known */
     /* v3 groups with their own inline consolidated metadata (below the root): its index, made
      * on first use (cindexed), over cdoc, the parsed document */

@@ -73,6 +73,10 @@ typedef struct zf_node_meta {
     zf_array_meta array;
     zf_status unsupported;
     char *unsupported_why;
+    /* Unsupported because a codec needs a library this system lacks (unsupported_why holds
+     * ZF_CODEC_NO_LIBRARY, codec.h: pcodec): the array fails to open (EOPNOTSUPP) rather than
+     * opening with its size and failing every read as other undecodable arrays do. */
+    bool refuse_open;
     /* v3 groups: the document has inline "consolidated_metadata" with entries (the hierarchy
      * lists the group and its descendants from it). */
     bool consolidated;

@@ -38,6 +38,10 @@ zf_status zf_codec_crc32c_new(yajl_val cfg, zf_codec **out, zf_err *err);
 zf_status zf_codec_base64_new(yajl_val cfg, zf_codec **out, zf_err *err);
 zf_status zf_codec_fletcher32_new(yajl_val cfg, zf_codec **out, zf_err *err);
 zf_status zf_codec_jenkins_lookup3_new(yajl_val cfg, zf_codec **out, zf_err *err);
+/* numcodecs' zfpy (zfp.c): zfp's full header, then the stream. */
+zf_status zf_codec_zfpy_new(yajl_val cfg, zf_codec **out, zf_err *err);
+/* The zarr-extensions "zfp" codec (zfp.c) from its v3 configuration (NULL when absent). */
+zf_status zf_codec_zfp_new(yajl_val cfg, zf_codec **out, zf_err *err);
 
 /* --- numcodecs configuration fields ---
  * Each getter looks up `key` in the object cfg. An absent key (or JSON null where the getter says

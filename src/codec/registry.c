@@ -1,7 +1,7 @@
 /* registry.c — Zarr v2 / numcodecs codec ids to constructors.
  *
  * Ids served are listed in `codecs`; ids of codecs that exist in numcodecs but that zarrfs does
- * not serve (object arrays, lossy floating-point compressors with their own libraries) are listed
+ * not serve (object arrays, pcodec: a compressor no library here provides) are listed
  * in `unsupported` so the message says why. Anything else is reported by name as unknown. */
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +33,7 @@ static const struct {
     {"base64", zf_codec_base64_new},
     {"fletcher32", zf_codec_fletcher32_new},
     {"jenkins_lookup3", zf_codec_jenkins_lookup3_new},
+    {"zfpy", zf_codec_zfpy_new},
     {"vlen-utf8", zf_codec_vlen_utf8_new},
     {"vlen-bytes", zf_codec_vlen_bytes_new},
     {"json2", zf_codec_json2_new},
@@ -46,8 +47,7 @@ static const struct {
     {"json", "object arrays"},
     {"msgpack", "object arrays"},
     {"pickle", "object arrays"},
-    {"zfpy", "zfp compression"},
-    {"pcodec", "pcodec compression"},
+    {"pcodec", "pcodec compression: " ZF_CODEC_NO_LIBRARY},
 };
 
 zf_status zf_codec_from_v2(yajl_val config, zf_codec **out, zf_err *err)

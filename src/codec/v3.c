@@ -25,13 +25,14 @@
  * compressors, shuffle and the checksums (with fletcher32 and jenkins_lookup3) bytes -> bytes
  * codecs; categorize (a -> a) and base64 (b -> b) are accepted by their nature although
  * numcodecs.zarr3 does not list them. Also zarrs' "bitround" (its own rounding rules,
- * bitround.c), the zarr-extensions "reshape" and zarrs' "zarrs.squeeze" (reshape.c), and zarrs'
- * URL aliases of bitround and numcodecs.fletcher32 (v3_aliases). The zarr-extensions
- * "scale_offset" (array -> array; its encode_fill gives the fill value the codecs after it see,
- * next_fill), "conditional" (bytes -> bytes, wrapping a list of bytes -> bytes codecs built
- * here too: zf_chain_from_v3_bytes_at) and "n5_default" (array -> bytes, N5 blocks wrapping a
- * list of its own: n5_default.c), and zarrs' "zarrs.vlen" and "zarrs.vlen_v2" (array -> bytes
- * for string and bytes arrays, also under their codec.zarrs.dev URLs).
+ * bitround.c), the zarr-extensions "reshape" and zarrs' "zarrs.squeeze" (reshape.c), the
+ * zarr-extensions "zfp" (zfp.c; zarrs' "zarrs.zfp"), and zarrs' URL aliases of bitround,
+ * numcodecs.fletcher32, zfp, numcodecs.zfpy and numcodecs.pcodec (v3_aliases). The
+ * zarr-extensions "scale_offset" (array -> array; its encode_fill gives the fill value the codecs
+ * after it see, next_fill), "conditional" (bytes -> bytes, wrapping a list of bytes -> bytes
+ * codecs built here too: zf_chain_from_v3_bytes_at) and "n5_default" (array -> bytes, N5 blocks
+ * wrapping a list of its own: n5_default.c), and zarrs' "zarrs.vlen" and "zarrs.vlen_v2" (array
+ * -> bytes for string and bytes arrays, also under their codec.zarrs.dev URLs).
  *
  * The May 2022 draft (ZF_CODECS_DRAFT_2022), "Array metadata", "codecs": objects naming their
  * codec by URI, under "codec" (the key of the October 2020 draft's codec objects) or "type" (the
@@ -486,6 +487,10 @@ static const struct {
     {"https://codec.zarrs.dev/array_to_bytes/vlen_bytes", "vlen-bytes"},
     {"https://codec.zarrs.dev/array_to_bytes/vlen", "zarrs.vlen"},
     {"https://codec.zarrs.dev/array_to_bytes/vlen_v2", "zarrs.vlen_v2"},
+    {"zarrs.zfp", "zfp"},
+    {"https://codec.zarrs.dev/array_to_bytes/zfp", "zfp"},
+    {"https://codec.zarrs.dev/array_to_bytes/zfpy", "numcodecs.zfpy"},
+    {"https://codec.zarrs.dev/array_to_bytes/pcodec", "numcodecs.pcodec"},
 };
 
 /* e->id for a v3 name: the name, or the name it is an alias of. */
@@ -582,6 +587,7 @@ static bool kind_by_name(const entry *e, zf_codec_dialect dialect, zf_codec_kind
         {"zarrs.vlen", ZF_CODEC_ARRAY_TO_BYTES, false},
         {"zarrs.vlen_v2", ZF_CODEC_ARRAY_TO_BYTES, false},
         {"n5_default", ZF_CODEC_ARRAY_TO_BYTES, false},
+        {"zfp", ZF_CODEC_ARRAY_TO_BYTES, false},
     };
     if (!e->id)
         return false;
@@ -629,6 +635,8 @@ static zf_status build(const entry *e, zf_codec_dialect dialect, const zf_chunk_
         return blosc_new(e->cfg, dialect, out, err);
     if (strcmp(id, "crc32c") == 0)
         return crc32c_new(e->cfg, out, err);
+    if (strcmp(id, "zfp") == 0)
+        return zf_codec_zfp_new(e->cfg, out, err);
     if (strcmp(id, "sharding_indexed") == 0)
         return zf_codec_sharding_new(e->cfg, cur, fill, depth, out, err);
     if (strcmp(id, "n5_default") == 0)

@@ -535,11 +535,12 @@ static bool refuse_readonly(fuse_req_t req)
 /* An array zarrfs cannot decode (an unknown codec, chunk grid, ...) whose size is known: it is
  * shown with that size, opens read-only, and every read of its bytes fails with EIO (DESIGN.md
  * "Errors users see": never a short or empty file); its user.zarr.error says why. Arrays of
- * variable-length data types, whose size is unknown, fail to open with EOPNOTSUPP. */
+ * variable-length data types, whose size is unknown, and arrays whose codec needs a library this
+ * system lacks (meta.refuse_open: pcodec) fail to open with EOPNOTSUPP. */
 static bool undecodable(const zf_node *n)
 {
     uint64_t size;
-    return !n->is_dir && !n->pending && n->meta.unsupported != ZF_OK &&
+    return !n->is_dir && !n->pending && n->meta.unsupported != ZF_OK && !n->meta.refuse_open &&
            zf_array_meta_flat_size(&n->meta.array, &size);
 }
 
@@ -592,6 +593,14 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     zf_status st = n->pending ? ZF_OK : zf_hierarchy_array(H(req), n, &a, &err);
     if (st == ZF_ERR_UNSUPPORTED && !write && undecodable(n)) {
         st = ZF_OK; /* it opens with its real size; its reads fail (op_read) */
+    }
+    if (st == ZF_ERR_UNSUPPORTED && !n->pending && n->meta.refuse_open) {
+        replies_failed++; /* a codec without a library here: EOPNOTSUPP, logged once */
+        if (!atomic_exchange(&n->read_failed_logged, true))
+            zf_log_warn("%s: cannot be opened: %s (every open of it fails with EOPNOTSUPP)",
+                        n->path, err.msg);
+        fuse_reply_err(req, EOPNOTSUPP);
+        return;
     }
     if (st != ZF_OK) {
         reply_status(req, st, &err, n->path);

@@ -22,6 +22,7 @@ zf_status zf_meta_unsupported(zf_node_meta *m, const char *fmt, ...)
     if (!m->unsupported_why)
         return ZF_ERR_NOMEM;
     m->unsupported = ZF_ERR_UNSUPPORTED;
+    m->refuse_open = strstr(why, ZF_CODEC_NO_LIBRARY) != NULL; /* e.g. pcodec */
     return ZF_OK;
 }
 

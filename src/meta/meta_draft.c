@@ -293,8 +293,10 @@ static zf_status chain_2020(const char *key, yajl_val doc, bool fortran, zf_node
     free(reprs);
     if (st == ZF_ERR_NOMEM || st == ZF_OK)
         return st;
-    return ZF_FIELD_FAIL(err, key, comp && !YAJL_IS_NULL(comp) ? "compressor" : "attributes",
-                         "%s", cerr.msg);
+    const char *field = comp && !YAJL_IS_NULL(comp) ? "compressor" : "attributes";
+    if (st == ZF_ERR_UNSUPPORTED) /* a codec that does not serve this data type (zfpy, <f2) */
+        return zf_meta_unsupported(m, "%s: \"%s\": %s", key, field, cerr.msg);
+    return ZF_FIELD_FAIL(err, key, field, "%s", cerr.msg);
 }
 
 static zf_status array_2020(const char *key, yajl_val doc, zf_node_meta *m, zf_err *err)

@@ -151,6 +151,12 @@ static zf_status build_chain(const char *key, yajl_val doc, zf_node_meta *m, zf_
     free(reprs);
     if (st == ZF_ERR_NOMEM)
         return st;
+    if (st == ZF_ERR_UNSUPPORTED) { /* a codec that does not serve this data type (zfpy, <f2) */
+        char why[600];
+        snprintf(why, sizeof why, "%s: \"%s\": %s", key, nf ? "filters" : "compressor",
+                 cerr.msg);
+        return mark_unsupported(m, why);
+    }
     if (st != ZF_OK)
         return FIELD_FAIL(err, key, nf ? "filters" : "compressor", "%s", cerr.msg);
     return ZF_OK;

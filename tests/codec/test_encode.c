@@ -398,6 +398,32 @@ static const ecase filter_cases[] = {
     {"{\"id\": \"base64\"}", "|u1", 2, G_BYTES, 0, 0, 0, 0},
     {"{\"id\": \"base64\"}", "|u1", 3, G_BYTES, 0, 0, 0, 0},
     {"{\"id\": \"base64\"}", "<i4", 1001, G_BYTES, 0, 0, 0, 0},
+    /* zfpy (zfp.c): numcodecs hands zfpy the 1-D chunk; its header and stream must be
+     * byte-identical. Lossy modes compare numcodecs' decodes. A negative parameter makes
+     * compress_numpy reversible; mode 5 (zarrs' reversible) and integers of 8 or 16 bits
+     * (zarrs' promotion) numcodecs cannot write, but it decodes the first. */
+    {"{\"id\": \"zfpy\", \"mode\": 4, \"tolerance\": 0.01}", "<f4", 1001, G_RANGE, -100, 100, 0,
+     F_LOSSY},
+    {"{\"id\": \"zfpy\", \"mode\": 4, \"tolerance\": 0.5}", "<f8", 5, G_RANGE, -1e6, 1e6, 0,
+     F_LOSSY},
+    {"{\"id\": \"zfpy\", \"mode\": 4, \"tolerance\": -1}", "<f8", 1000, G_RANGE, -1e300, 1e300,
+     0, 0},
+    {"{\"id\": \"zfpy\", \"mode\": 4, \"tolerance\": -1, \"rate\": -1, \"precision\": -1, "
+     "\"compression_kwargs\": {\"tolerance\": -1}}",
+     "<f4", 1, G_RANGE, -1, 1, 0, 0},
+    {"{\"id\": \"zfpy\", \"mode\": 2, \"rate\": 16}", "<f4", 999, G_RANGE, -1e3, 1e3, 0, F_LOSSY},
+    {"{\"id\": \"zfpy\", \"mode\": 2, \"rate\": 3.5}", "<f8", 64, G_RANGE, 0, 1, 0, F_LOSSY},
+    {"{\"id\": \"zfpy\", \"mode\": 2, \"rate\": 8}", "<i4", 203, G_RANGE, -1e6, 1e6, 1, F_LOSSY},
+    {"{\"id\": \"zfpy\", \"mode\": 2, \"rate\": -1}", "<i8", 77, G_RANGE, 0, 0, 0, 0},
+    {"{\"id\": \"zfpy\", \"mode\": 3, \"precision\": 20}", "<f8", 1003, G_RANGE, -1, 1, 0,
+     F_LOSSY},
+    {"{\"id\": \"zfpy\", \"mode\": 3, \"precision\": 12}", "<i8", 100, G_RANGE, 0, 0, 0,
+     F_LOSSY},
+    {"{\"id\": \"zfpy\", \"mode\": 3, \"precision\": -1}", "<i4", 100, G_RANGE, 0, 0, 0, 0},
+    {"{\"id\": \"zfpy\", \"mode\": 4, \"tolerance\": 0}", "<i4", 55, G_RANGE, 0, 0, 0, F_LOSSY},
+    {"{\"id\": \"zfpy\", \"mode\": 5}", "<f4", 100, G_RANGE, -1e30, 1e30, 0, F_NOIDENT},
+    {"{\"id\": \"zfpy\", \"mode\": 5}", "|i1", 100, G_RANGE, 0, 0, 0, F_NOREF},
+    {"{\"id\": \"zfpy\", \"mode\": 5}", "<u2", 100, G_RANGE, 0, 0, 0, F_NOREF},
     /* chains: filters, then a compressor (whose item size is the last filter's) */
     {"[{\"id\": \"delta\", \"dtype\": \"<i4\", \"astype\": \"<i2\"}, {\"id\": \"blosc\", "
      "\"cname\": \"lz4\", \"clevel\": 5, \"shuffle\": 1}]",

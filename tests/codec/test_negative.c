@@ -814,7 +814,7 @@ START_TEST(test_unknown_and_unsupported)
     zf_err err = {""};
     ck_assert_int_eq(tu_codec_status("{\"id\": \"foo\"}", &err), ZF_ERR_UNSUPPORTED);
     ck_assert_str_eq(err.msg, "codec \"foo\" is not supported");
-    static const char *const ids[] = {"json", "msgpack", "pickle", "zfpy", "pcodec"};
+    static const char *const ids[] = {"json", "msgpack", "pickle", "pcodec"};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
         char cfg[128], quoted[64];
         snprintf(cfg, sizeof cfg, "{\"id\": \"%s\"}", ids[i]);

@@ -480,11 +480,14 @@ START_TEST(test_chain_order_and_names)
     ck_assert_int_eq(v3_status(json, &r, msg), ZF_ERR_INVALID);
     ck_assert_contains(msg, "(array -> array) follows");
     /* Unknown codecs are refused by name, ... */
-    snprintf(json, sizeof json, "[{\"name\": \"zfp\", \"configuration\": {}}, %s]", le);
+    snprintf(json, sizeof json, "[{\"name\": \"zarrs.gdeflate\", \"configuration\": {}}, %s]",
+             le);
     ck_assert_int_eq(v3_status(json, &r, msg), ZF_ERR_UNSUPPORTED);
-    ck_assert_str_eq(msg, "codec \"zfp\" is not supported");
-    ck_assert_int_eq(v3_status("[{\"name\": \"numcodecs.zfpy\"}]", &r, msg), ZF_ERR_UNSUPPORTED);
-    ck_assert_str_eq(msg, "codec \"numcodecs.zfpy\" is not supported (zfp compression)");
+    ck_assert_str_eq(msg, "codec \"zarrs.gdeflate\" is not supported");
+    ck_assert_int_eq(v3_status("[{\"name\": \"numcodecs.pcodec\"}]", &r, msg),
+                     ZF_ERR_UNSUPPORTED);
+    ck_assert_str_eq(msg, "codec \"numcodecs.pcodec\" is not supported (pcodec compression: "
+                          ZF_CODEC_NO_LIBRARY ")");
     snprintf(json, sizeof json, "[%s, {\"name\": \"numcodecs.pickle\"}]", le);
     ck_assert_int_eq(v3_status(json, &r, msg), ZF_ERR_UNSUPPORTED);
     ck_assert_str_eq(msg, "codec \"numcodecs.pickle\" is not supported (object arrays)");
@@ -934,8 +937,10 @@ START_TEST(test_sharding_config)
         {"\"chunk_shape\": [2, 3], \"codecs\": [LE], \"index_codecs\": [{\"name\": \"gzip\"}]",
          "sharding_indexed: \"index_codecs\": codecs: \"gzip\" (bytes -> bytes) comes before",
          ZF_ERR_INVALID},
-        {"\"chunk_shape\": [2, 3], \"codecs\": [{\"name\": \"zfp\"}], \"index_codecs\": [LE]",
-         "sharding_indexed: \"codecs\": codec \"zfp\" is not supported", ZF_ERR_UNSUPPORTED},
+        {"\"chunk_shape\": [2, 3], \"codecs\": [{\"name\": \"zarrs.gdeflate\"}], "
+         "\"index_codecs\": [LE]",
+         "sharding_indexed: \"codecs\": codec \"zarrs.gdeflate\" is not supported",
+         ZF_ERR_UNSUPPORTED},
         {"\"chunk_shape\": [2, 3], \"codecs\": [LE], \"index_codecs\": [LE], \"x\": 1",
          "sharding_indexed: \"x\": unknown configuration field", ZF_ERR_INVALID},
         /* The inner chunk's bytes codec needs "endian" for int16. */
@@ -1121,8 +1126,9 @@ START_TEST(test_draft2020)
         {"{\"codec\": \"https://purl.org/zarr/spec/codec/foo/1.0\"}",
          "codec \"https://purl.org/zarr/spec/codec/foo/1.0\" is not supported",
          ZF_ERR_UNSUPPORTED},
-        {"{\"codec\": \"https://purl.org/zarr/spec/codec/zfpy/1.0\"}",
-         "codec \"https://purl.org/zarr/spec/codec/zfpy/1.0\" is not supported (zfp compression)",
+        {"{\"codec\": \"https://purl.org/zarr/spec/codec/pcodec/1.0\"}",
+         "codec \"https://purl.org/zarr/spec/codec/pcodec/1.0\" is not supported (pcodec "
+         "compression: " ZF_CODEC_NO_LIBRARY ")",
          ZF_ERR_UNSUPPORTED},
         {"{\"codec\": \"https://example.org/gzip\"}",
          "codec \"https://example.org/gzip\" is not supported", ZF_ERR_UNSUPPORTED},

@@ -6,7 +6,8 @@
 Sources: the fixtures in FIXTURES (numcodecs' encoded chunks with their configurations,
 zarr-python 2.18's and zarrita.js's v2/v3 stores and zip archives) and the integration suite's
 generators (tests/integration/gen_v2.py: every v2 dtype, codec and layout, consolidated
-metadata; test_draft2020.py and test_draft2022.py: both v3 drafts). Each seed is written in the
+metadata; test_draft2020.py and test_draft2022.py: both v3 drafts), and zfp streams of
+python3-zfpy (zfp_seeds). Each seed is written in the
 input format of its target (see the comment at the top of each fuzz_*.c); seeds larger than
 MAX_SEED bytes are left out. Nothing here is kept in the repository: run it at build time
 (scripts/fuzz.sh does). Needs Debian's python3 with numpy, numcodecs and zarr 2.13.
@@ -357,6 +358,44 @@ def object_codec_seeds():
         put("codec_v2", header.encode() + compact(cfg).encode() + b"\0" + codec.encode(a))
 
 
+def zfp_seeds():
+    """zfp streams (python3-zfpy, the library zarrfs links): v2 zfpy chunks of numcodecs in every
+    mode for codec_v2 (the fixture's are reversible only), and v3 "zfp" (no header: zfpy with
+    write_header=False, whose parameters equal zarrs' for these modes and 3-D fixed rate) and
+    "numcodecs.zfpy" chunks for codec_v3, 1-4 dimensions with partial blocks."""
+    try:
+        from numcodecs.zfpy import ZFPY
+        import zfpy
+    except ImportError as e:
+        print("seeds.py: zfp seeds skipped: %s" % e, file=sys.stderr)
+        return
+    v3name = {"<f4": "float32", "<f8": "float64", "<i4": "int32", "<i8": "int64"}
+    shapes = [(7,), (5, 6), (3, 4, 5), (2, 3, 2, 5)]
+    modes = [(dict(mode=2, rate=12), {"mode": "fixed_rate", "rate": 12}, dict(rate=12)),
+             (dict(mode=3, precision=16), {"mode": "fixed_precision", "precision": 16},
+              dict(precision=16)),
+             (dict(mode=4, tolerance=0.01), {"mode": "fixed_accuracy", "tolerance": 0.01},
+              dict(tolerance=0.01)),
+             (dict(mode=4, tolerance=-1), {"mode": "reversible"}, {})]
+    for dt in ("<f4", "<f8", "<i4", "<i8"):
+        for shape in shapes:
+            a = (np.sin(np.arange(int(np.prod(shape)))) * 1000).astype(dt).reshape(shape)
+            dims = ",".join(str(n) for n in shape)
+            for kw, v3cfg, zkw in modes:
+                cfg = ZFPY(**kw).get_config()
+                put("codec_v2", ("%s %s\n" % (dt, dims)).encode() + compact(cfg).encode() +
+                    b"\0" + ZFPY(**kw).encode(a))
+                if len(shape) == 3 or "rate" not in zkw:
+                    if dt[1] == "f" or "tolerance" not in zkw:
+                        put("codec_v3", ("%s %s\n" % (v3name[dt], dims)).encode() +
+                            compact([{"name": "zfp", "configuration": v3cfg}]).encode() + b"\0" +
+                            zfpy.compress_numpy(a, write_header=False, **zkw))
+                c = {k: v for k, v in cfg.items() if k != "id"}
+                put("codec_v3", ("%s %s\n" % (v3name[dt], dims)).encode() +
+                    compact([{"name": "numcodecs.zfpy", "configuration": c}]).encode() + b"\0" +
+                    ZFPY(**kw).encode(a))
+
+
 # ---- shards (fuzz_shard.c's table) ------------------------------------------------------------
 
 def crc32c(data):
@@ -625,6 +664,7 @@ def main():
     numcodecs_seeds(os.path.join(td, "numcodecs-fixture"))
     object_codec_seeds()
     registry_codec_seeds()
+    zfp_seeds()
     shard_seeds()
     n5_seeds()
     keys = []

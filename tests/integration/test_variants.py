@@ -7,7 +7,9 @@ real writers produce").
   over zarrfs's 2 GiB limit — are regular files of their real size (shape x item size); they
   open read-only, every read of their bytes fails with EIO, one log line names the node and the
   codec however often it is read, and `user.zarr.error` says why. Arrays of variable-length
-  strings read as text (one line per element); other object codecs fail to open (EOPNOTSUPP). Locally and over HTTP (nginx).
+  strings read as text (one line per element); other object codecs fail to open (EOPNOTSUPP), as
+  do arrays whose codec no library on this system provides (pcodec), listed with their size.
+  Locally and over HTTP (nginx).
 * BoolFill: v3 bool arrays written by zarrita.js 0.7 itself, whose zarr.json says
   "fill_value": 0 or 1 and "codecs": [] (zarrita's metadata, unpatched): read as zarrita reads
   them, locally and over HTTP; a bool fill value of 2 or "0" is still refused.
@@ -16,7 +18,8 @@ real writers produce").
   drafts' tests, remote_fixtures, this file): each regular
   file's size is shape x item size computed from the stored metadata document, and reading it
   whole, and at its last byte, gives exactly that many bytes or fails with EIO — never a short
-  or empty read; arrays whose item size is not fixed refuse to open.
+  or empty read; arrays whose item size is not fixed, or whose codec has no library here, refuse
+  to open.
 
 Expected values come from zarr-python 2.13, zarrita.js, numpy and the stored documents.
 """
@@ -55,10 +58,12 @@ V3_GOOD = np.arange(16, dtype="<i4") * 3 - 7
 # value, token the log and user.zarr.error must name)
 V2_UNDECODABLE = {
     "nosuch_compressor": ("compressor", {"id": "zarrfs_nosuch", "level": 1}, "zarrfs_nosuch"),
-    "zfpy": ("compressor", {"id": "zfpy", "mode": 4, "tolerance": -1, "rate": -1,
-                            "precision": -1}, "zfpy"),
-    "pcodec": ("compressor", {"id": "pcodec", "level": 8}, "pcodec"),
     "nosuch_filter": ("filters", [{"id": "zarrfs_nosuch_filter"}], "zarrfs_nosuch_filter"),
+}
+# v2 arrays (13, 7) <f8 whose codec no library on this system provides: they fail to open
+# (EOPNOTSUPP) instead of failing their reads; name -> (field, value, token)
+V2_NO_LIBRARY = {
+    "pcodec": ("compressor", {"id": "pcodec", "level": 8}, "pcodec"),
 }
 # v3 arrays of 16 int32 (or as given): name -> (extra zarr.json fields, token, shape, itemsize)
 V3_UNDECODABLE = {
@@ -113,7 +118,7 @@ def edit_json(path, fn):
 def build_undecodable_v2(root):
     g = zarr.open_group(root, mode="w")
     g.create_dataset("good", data=GOOD, chunks=(5, 4))
-    for name, (field, value, _tok) in V2_UNDECODABLE.items():
+    for name, (field, value, _tok) in list(V2_UNDECODABLE.items()) + list(V2_NO_LIBRARY.items()):
         g.create_dataset(name, data=GOOD, chunks=(5, 4), compressor=None)  # chunks on disk
 
         def setf(d, field=field, value=value):
@@ -206,6 +211,22 @@ class UndecodableV2(LocalAndRemote):
                 self.assertEqual(zfmount.read_all(m.path("strings")), b"a\nbb\nccc\n")
                 self.assertErrno(errno.ENODATA, os.getxattr, m.path("strings"), "user.zarr.error")
                 self.assertIn(b"vlen-utf8", os.getxattr(m.path("strings"), "user.zarr.text"))
+
+    def test_04_no_library_eopnotsupp_one_log_line(self):
+        for where, m in self.mounts:
+            for name, (_f, _v, token) in sorted(V2_NO_LIBRARY.items()):
+                with self.subTest(where=where, array=name):
+                    self.assertEqual(os.stat(m.path(name)).st_size, GOOD.nbytes)  # listed, sized
+                    self.assertErrno(errno.EOPNOTSUPP, os.open, m.path(name), os.O_RDONLY)
+                    self.assertErrno(errno.EOPNOTSUPP, os.open, m.path(name), os.O_RDONLY)
+                    why = os.getxattr(m.path(name), "user.zarr.error").decode()
+                    self.assertIn(token, why)
+                    self.assertIn("no library on this system provides it", why)
+                    lines = [ln for ln in m.stderr_text().splitlines()
+                             if "%s: cannot be opened" % name in ln]
+                    self.assertEqual(len(lines), 1, lines)
+            log("  %s: %d arrays of a codec without a library here: listed with their size, "
+                "open fails with EOPNOTSUPP, one log line" % (where, len(V2_NO_LIBRARY)))
 
     def test_03_siblings_read(self):
         want = zfmount.expected_bytes(zfmount.open_zarr_array(os.path.join(SRV, self.store, "good")))
@@ -420,7 +441,12 @@ class WalkEverything(zfmount.TestCase):
             return "text"
         st = os.stat(view)
         self.assertEqual(st.st_size, size, "%s: size %d, shape x itemsize %d" % (view, st.st_size, size))
-        fd = os.open(view, os.O_RDONLY)
+        try:
+            fd = os.open(view, os.O_RDONLY)
+        except OSError as e:  # a codec no library here provides (pcodec): refused at open
+            self.assertEqual(e.errno, errno.EOPNOTSUPP, "%s: %s" % (view, e))
+            self.assertIn(b"no library on this system", os.getxattr(view, "user.zarr.error"))
+            return "refused"
         try:
             if size <= self.MAX_WHOLE:
                 spans = [(0, size)]
