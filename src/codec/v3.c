@@ -569,6 +569,8 @@ static bool kind_by_name(const entry *e, zf_codec_dialect dialect, zf_codec_kind
         {"zarrs.squeeze", ZF_CODEC_ARRAY_TO_ARRAY, false},
         {"vlen-utf8", ZF_CODEC_ARRAY_TO_BYTES, false},
         {"vlen-bytes", ZF_CODEC_ARRAY_TO_BYTES, false},
+        {"packbits", ZF_CODEC_ARRAY_TO_BYTES, false},
+        {"cast_value", ZF_CODEC_ARRAY_TO_ARRAY, false},
     };
     if (!e->id)
         return false;
@@ -596,10 +598,27 @@ static zf_status build(const entry *e, zf_codec_dialect dialect, const zf_chunk_
 {
     const char *id = e->id;
     *out = NULL;
-    if (dialect == ZF_CODECS_V3 && strncmp(id, NUMCODECS_PREFIX, strlen(NUMCODECS_PREFIX)) == 0)
+    bool numcodecs = dialect == ZF_CODECS_V3 &&
+                     strncmp(id, NUMCODECS_PREFIX, strlen(NUMCODECS_PREFIX)) == 0;
+    zf_codec_kind nk;
+    if (cur->dtype.ext != ZF_DT_NUMPY &&
+        ((numcodecs && numcodecs_kind(id + strlen(NUMCODECS_PREFIX), &nk) &&
+          nk == ZF_CODEC_ARRAY_TO_ARRAY) ||
+         strcmp(id, "bitround") == 0)) {
+        /* numcodecs' filters and zarrs' bitround know NumPy's types only */
+        char ts[32];
+        zf_dtype_format(&cur->dtype, ts, sizeof ts);
+        return zf_fail(err, ZF_ERR_UNSUPPORTED, "codec \"%.100s\" does not support data type "
+                       "%s", e->name, ts);
+    }
+    if (numcodecs)
         return numcodecs_new(e->id, e->name, e->cfg, out, err);
     if (strcmp(id, "bitround") == 0)
         return zf_codec_bitround_zarrs_new(e->cfg, out, err);
+    if (strcmp(id, "packbits") == 0)
+        return zf_codec_packbits_v3_new(e->cfg, cur, out, err);
+    if (strcmp(id, "cast_value") == 0)
+        return zf_codec_cast_value_new(e->cfg, cur, fill, out, err);
     if (strcmp(id, "reshape") == 0)
         return zf_codec_reshape_new(e->cfg, cur, out, err);
     if (strcmp(id, "zarrs.squeeze") == 0)
@@ -721,8 +740,11 @@ zf_status zf_chain_from_v3_at(yajl_val codecs, zf_codec_dialect dialect,
             zf_codec_free(c);
             break;
         }
+        const uint8_t *cast_fill = zf_codec_cast_value_fill(c);
         if ((st = add(out, c, &cur, err)) != ZF_OK)
             break;
+        if (cast_fill) /* the codecs after a cast_value see its type's fill value */
+            fill_value = cast_fill;
         if (kind == ZF_CODEC_ARRAY_TO_BYTES)
             a2b = e.name;
         if (kind != ZF_CODEC_ARRAY_TO_ARRAY)

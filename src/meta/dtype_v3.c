@@ -266,9 +266,9 @@ static zf_status struct_type(yajl_val v, yajl_val cfg, zf_v3_dtype *out, zf_err 
         multi |= has_byte_order(&ft.dt);
         const char *ts = ft.descr ? ft.descr : ft.typestr;
         numpy &= ft.descr ? ts[0] == '[' : zf_dtype_has_typestr(&ft.dt);
-        db_str(&d, i ? ", [" : "[");
+        db_str(&d, i ? ",[" : "[");
         db_json_string(&d, fn->u.string);
-        db_str(&d, ", ");
+        db_str(&d, ",");
         if (ft.descr)
             db_str(&d, ts);
         else
