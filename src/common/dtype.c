@@ -594,13 +594,16 @@ static zf_status not_representable(zf_err *err, const zf_dtype *to, zf_num v, co
     return zf_fail(err, ZF_ERR_INVALID, "the value %s cannot be cast to %s: %s", val, ts, why);
 }
 
-/* A finite integer-valued double modulo 2^bits, as bits of a two's complement integer. */
-static uint64_t wrap_double(double r, unsigned bits)
+/* A finite integer-valued double modulo 2^64, as the bits of a two's complement integer
+ * (exact: beyond 2^63 in magnitude a double is a multiple of 2^11). */
+static uint64_t wrap_double(double r)
 {
-    double m = ldexp(1, (int)bits), w = fmod(r, m); /* exact */
+    if (fabs(r) < 0x1p63)
+        return (uint64_t)(int64_t)r;
+    double w = fmod(r, 0x1p64);
     if (w < 0)
-        w += m;
-    return bits == 64 && w >= 18446744073709551616.0 ? 0 : (uint64_t)w;
+        w += 0x1p64;
+    return w >= 0x1p64 ? 0 : (uint64_t)w;
 }
 
 static zf_status cast_to_int(const zf_dtype *to, void *buf, size_t idx, zf_num v,
@@ -632,7 +635,7 @@ static zf_status cast_to_int(const zf_dtype *to, void *buf, size_t idx, zf_num v
         } else {
             val = (i128)r;
         }
-        wrapped = wrap_double(r, 64);
+        wrapped = wrap_double(r);
     }
     if (val < lo || val > hi) {
         if (oor == ZF_OOR_ERROR)
