@@ -60,7 +60,7 @@ static bool fz_chain_is_lossy(const zf_codec_chain *chain, const zf_chunk_repr *
     static const char *const lossy[] = {"quantize", "bitround", "fixedscaleoffset", "astype",
                                         "categorize", "numcodecs.quantize", "numcodecs.bitround",
                                         "numcodecs.fixedscaleoffset", "numcodecs.astype",
-                                        "numcodecs.categorize"};
+                                        "numcodecs.categorize", "cast_value"};
     for (size_t i = 0; i < chain->n; i++) {
         const zf_codec *c = chain->codecs[i];
         const char *name = c->ops->name;
