@@ -25,8 +25,13 @@
  * compressors, shuffle and the checksums (with fletcher32 and jenkins_lookup3) bytes -> bytes
  * codecs; categorize (a -> a) and base64 (b -> b) are accepted by their nature although
  * numcodecs.zarr3 does not list them. Also zarrs' "bitround" (its own rounding rules,
- * bitround.c), the zarr-extensions "reshape" and zarrs' "zarrs.squeeze" (reshape.c), and zarrs'
- * URL aliases of bitround and numcodecs.fletcher32 (v3_aliases).
+ * bitround.c), the zarr-extensions "reshape" and zarrs' "zarrs.squeeze" (reshape.c), the
+ * zarr-extensions "packbits" (array -> bytes, packbits_v3.c: the v3 name "packbits" is the
+ * registry's codec, "numcodecs.packbits" numcodecs' bool filter) and "cast_value" (array ->
+ * array, cast_value.c; the codecs after it get its cast fill value), and zarrs' URL aliases of
+ * bitround and numcodecs.fletcher32 (v3_aliases). numcodecs' array -> array filters and zarrs'
+ * bitround know only NumPy's types: on the registry's other types (zf_dtype.ext) they are
+ * ZF_ERR_UNSUPPORTED.
  *
  * The May 2022 draft (ZF_CODECS_DRAFT_2022), "Array metadata", "codecs": objects naming their
  * codec by URI, under "codec" (the key of the October 2020 draft's codec objects) or "type" (the
