@@ -275,6 +275,41 @@ class Reads(zf.TestCase):
             self.assertEqual(got[5], np.float32(0.1015625))   # 0.1 -> 1.625 * 2^-4
 
 
+class Views(zf.TestCase):
+    def test_sidecars_only_for_types_they_can_name(self):
+        """-o sidecars: .npy for complex_float32 (<c8) and a struct NumPy can describe; no
+        header views for bfloat16 or int4 (none of the formats names them); the group's netCDF
+        file leaves them out and says so."""
+        root = new_store("views")
+        c = np.array([[1 + 2j, 3 - 4j], [0.5j, -1]], dtype="<c8")
+        write_array(root, "cf32", [2, 2], [2, 2], "complex_float32", [0, 0], BYTES,
+                    {(0, 0): c.tobytes()})
+        write_array(root, "bf", [2, 2], [2, 2], "bfloat16", 0, BYTES,
+                    {(0, 0): bytes.fromhex("803f00c0c07f0000")})
+        write_array(root, "i4", [2, 2], [2, 2], "int4", 0, BYTES, {(0, 0): bytes([1, 2, 15, 8])})
+        dt = np.dtype([("a", "<i2"), ("b", "<f4")])
+        st = np.array([(1, 0.5), (-2, 2.0)], dtype=dt)
+        write_array(root, "st", [2], [2], {"name": "struct", "configuration": {"fields": [
+            {"name": "a", "data_type": "int16"}, {"name": "b", "data_type": "float32"}]}},
+            {"a": 0, "b": 0}, BYTES, {(0,): st.tobytes()})
+        write_array(root, "i16", [2, 2], [2, 2], "int16", 0, BYTES,
+                    {(0, 0): np.arange(4, dtype="<i2").tobytes()})
+        with zf.Mount(root, options=["sidecars"], label="views") as m:
+            names = set(os.listdir(m.mnt))
+            for ext in ("npy", "hdr", "mhd", "nhdr", "tif"):
+                self.assertIn("i16." + ext, names)
+                self.assertNotIn("bf." + ext, names)
+                self.assertNotIn("i4." + ext, names)
+            self.assertEqual(np.load(m.path("cf32.npy")).tobytes(), c.tobytes())
+            self.assertEqual(np.load(m.path("st.npy")).tobytes(), st.tobytes())
+            self.assertEqual(np.load(m.path("st.npy")).dtype, dt)
+            nc = [n for n in names if n.endswith(".nc")]
+            self.assertTrue(nc, names)
+            head = zf.read_all(m.path(nc[0]))[:4096]
+            self.assertIn(b"zarrfs_omitted_variables", head)
+            self.assertIn(b"i16", head)
+
+
 class Writes(zf.TestCase):
     def test_write_back(self):
         """-o rw: values written to the flat file reach the store as the documents encode
