@@ -307,6 +307,7 @@ class Views(zf.TestCase):
             self.assertTrue(nc, names)
             head = zf.read_all(m.path(nc[0]))[:4096]
             self.assertIn(b"zarrfs_omitted_variables", head)
+            self.assertIn(b"bf (a data type netCDF has not)", head)
             self.assertIn(b"i16", head)
 
 
