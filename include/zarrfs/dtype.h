@@ -216,8 +216,8 @@ bool zf_dtype_from_v3_name(const char *name, zf_dtype *out);
  * value representation"), into dt->itemsize bytes of the flat encoding: bool true/false;
  * integers exact and within the type's range (int4: [-8, 7]); floats a number (rounded to
  * nearest even; beyond the finite range of a type without infinities an error), "NaN" (the
- * type's NaN), "Infinity" / "+Infinity" / "-Infinity", or "0x" and at most as many hex digits
- * as the element's bits need, the element's bit pattern (bits beyond its width must be zero);
+ * type's NaN), "Infinity" / "+Infinity" / "-Infinity", or "0x" and at most two hex digits per
+ * byte of the element, the element's bit pattern (bits beyond its width must be zero);
  * complex [real, imag] of those. Errors: ZF_ERR_INVALID, err naming what was expected (without
  * key, field or type name). */
 zf_status zf_dtype_v3_scalar(yajl_val v, const zf_dtype *dt, uint8_t *out, zf_err *err);

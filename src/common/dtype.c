@@ -815,10 +815,12 @@ bool zf_dtype_from_v3_name(const char *name, zf_dtype *out)
     return false;
 }
 
-/* "0x…": at most ceil(bits / 4) hex digits whose value fits in `bits` bits. */
+/* "0x…": at most two hex digits per byte of the element ("0x7fc00000" for float32, "0x07" or
+ * "0x7" for float4_e2m1fn), whose value fits in `bits` bits. */
 static bool hex_bits(const char *s, unsigned bits, uint64_t *out)
 {
-    if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X') || !s[2] || strlen(s + 2) > (bits + 3) / 4)
+    if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X') || !s[2] ||
+        strlen(s + 2) > (bits + 7) / 8 * 2)
         return false;
     uint64_t v = 0;
     for (const char *p = s + 2; *p; p++) {

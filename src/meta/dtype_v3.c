@@ -301,8 +301,15 @@ static zf_status struct_type(yajl_val v, yajl_val cfg, zf_v3_dtype *out, zf_err 
 zf_status zf_meta_v3_dtype(yajl_val v, zf_format format, zf_v3_dtype *out, zf_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (YAJL_IS_STRING(v) && !zf_json_special(v))
-        return named(v->u.string, out, err);
+    if (YAJL_IS_STRING(v) && !zf_json_special(v)) {
+        zf_status st = named(v->u.string, out, err);
+        /* the registry's types are final v3's; the 2022 draft has its core types only */
+        if (st == ZF_OK && format == ZF_FORMAT_V3_DRAFT_2022 &&
+            (out->dt.ext != ZF_DT_NUMPY || strncmp(out->name, "complex_", 8) == 0))
+            return zf_fail(err, ZF_ERR_UNSUPPORTED, "data type \"%s\" is not supported",
+                           out->name);
+        return st;
+    }
     if (format == ZF_FORMAT_V3_DRAFT_2022) {
         /* 2022 draft "data_type": an extension object {"extension", "type", "fallback"}; zarrfs
          * knows no data type extension, and does not fall back silently. */

@@ -378,6 +378,7 @@ START_TEST(registry_data_types)
     v3fill("\"float6_e3m2fn\"", "0.0625", "float6_e3m2fn", 1, "01"); /* subnormal 2^-2 * 1/4 */
     v3fill("\"float4_e2m1fn\"", "6", "float4_e2m1fn", 1, "07");    /* 0 11 1 */
     v3fill("\"float4_e2m1fn\"", "-0.5", "float4_e2m1fn", 1, "09"); /* 1 00 1 */
+    v3fill("\"float4_e2m1fn\"", "\"0x0f\"", "float4_e2m1fn", 1, "0f");
     v3fill("\"int4\"", "-8", "int4", 1, "f8");                     /* sign-extended int8 */
     v3fill("\"int4\"", "7", "int4", 1, "07");
     v3fill("\"int2\"", "-2", "int2", 1, "fe");
@@ -1388,6 +1389,10 @@ START_TEST(draft2022)
     zf_node_meta_free(&m);
     ck_assert_int_eq(d2022("fill_value", "\"0b0000000100000011\"", &m, &err), ZF_OK);
     fill_is(&m, "0301");
+    zf_node_meta_free(&m);
+    /* the registry's types are final v3's, not the draft's */
+    ck_assert_int_eq(d2022("data_type", "\"bfloat16\"", &m, &err), ZF_OK);
+    ck_assert_int_eq(m.unsupported, ZF_ERR_UNSUPPORTED);
     zf_node_meta_free(&m);
     ck_assert_int_eq(d2022("fill_value", "\"+Infinity\"", &m, &err), ZF_ERR_INVALID);
     ck_assert_str_eq(err.msg, "meta/root/x.array.json: \"fill_value\": expected an integer for "
