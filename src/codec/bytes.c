@@ -11,7 +11,14 @@
  *
  * Decoding copies the stored bytes into the decoded array, swapping each component when the
  * stored byte order differs from the decoded data type's (little-endian for v3: the flat
- * encoding); encoding is the same copy the other way. */
+ * encoding); encoding is the same copy the other way.
+ *
+ * The registry's sub-byte types (int2, int4, uint2, uint4, float6_*, float4_e2m1fn and their
+ * complex types) are one byte per component whose upper bits "are ignored" (data-types/<name>
+ * "Codec compatibility"): decoding keeps the low bits (sign-extending int2/int4, the flat
+ * encoding); encoding refuses a flat byte that is not such a value. A registry "struct" with
+ * multi-byte fields needs "endian" ("Endianness": MUST be configured); zarrfs reads it little
+ * endian only (big endian would swap each field: ZF_ERR_UNSUPPORTED). */
 #include <string.h>
 
 #include "codec_impl.h"
@@ -48,9 +55,14 @@ static zf_status bytes_check(const bytes_codec *b, const zf_chunk_repr *decoded,
     if (u == 0)
         return zf_fail(err, ZF_ERR_UNSUPPORTED, "%s: data type %s has no binary representation",
                        name, zf_dtype_str(&decoded->dtype, ts));
-    if (u > 1 && !b->has_endian)
+    bool multi_struct = decoded->dtype.kind == 'V' && decoded->dtype.ext == ZF_DT_STRUCT;
+    if ((u > 1 || multi_struct) && !b->has_endian)
         return zf_fail(err, ZF_ERR_INVALID, "%s: \"endian\": missing (required for %s)", name,
-                       zf_dtype_str(&decoded->dtype, ts));
+                       multi_struct ? "a struct with multi-byte fields"
+                                    : zf_dtype_str(&decoded->dtype, ts));
+    if (multi_struct && b->big)
+        return zf_fail(err, ZF_ERR_UNSUPPORTED,
+                       "%s: big-endian struct data types are not supported", name);
     if (decoded->nbytes == ZF_SIZE_UNKNOWN)
         return zf_fail(err, ZF_ERR_INVALID, "%s: the array's size is unknown", name);
     size_t n = 1;
@@ -129,6 +141,7 @@ static zf_status bytes_decode(const zf_codec *c, const zf_chunk_repr *decoded, c
         swap_copy(in, out, out_len, unit);
     else if (out_len)
         memcpy(out, in, out_len);
+    zf_dtype_normalize(&decoded->dtype, out, decoded->dtype.itemsize ? out_len / decoded->dtype.itemsize : 0);
     return ZF_OK;
 }
 
@@ -145,6 +158,12 @@ static zf_status bytes_encode(const zf_codec *c, const zf_chunk_repr *decoded, c
     if (in_len != decoded->nbytes)
         return zf_fail(err, ZF_ERR_INVALID, "bytes: %zu bytes to encode, the array has %zu",
                        in_len, decoded->nbytes);
+    size_t bad, isz = decoded->dtype.itemsize;
+    if (isz && !zf_dtype_check_flat(&decoded->dtype, in, in_len / isz, &bad)) {
+        char ts[32];
+        return zf_fail(err, ZF_ERR_INVALID, "bytes: element %zu (byte 0x%02x) is not a %s value",
+                       bad, in[bad * isz], zf_dtype_str(&decoded->dtype, ts));
+    }
     uint8_t *o = malloc(in_len ? in_len : 1);
     if (!o)
         return ZF_ERR_NOMEM;

@@ -321,6 +321,20 @@ zf_status zf_codec_reshape_new(yajl_val cfg, const zf_chunk_repr *decoded, zf_co
 zf_status zf_codec_squeeze_new(yajl_val cfg, const zf_chunk_repr *decoded, zf_codec **out,
                                zf_err *err);
 
+/* The zarr-extensions "packbits" codec (array -> bytes, packbits_v3.c) for an array of
+ * representation `decoded`, from its configuration (NULL when absent). Errors: ZF_ERR_INVALID
+ * (a malformed configuration, bits outside the data type), ZF_ERR_UNSUPPORTED (a data type
+ * packbits does not pack: struct, raw bits, strings). */
+zf_status zf_codec_packbits_v3_new(yajl_val cfg, const zf_chunk_repr *decoded, zf_codec **out,
+                                   zf_err *err);
+
+/* The zarr-extensions "cast_value" codec (array -> array, cast_value.c) for an array of
+ * representation `decoded` whose fill value is fill_value (decoded->dtype.itemsize bytes; NULL:
+ * zeros). Errors: ZF_ERR_INVALID (a malformed configuration, a fill value that does not survive
+ * the round trip), ZF_ERR_UNSUPPORTED (a data type cast_value does not convert). */
+zf_status zf_codec_cast_value_new(yajl_val cfg, const zf_chunk_repr *decoded,
+                                  const uint8_t *fill_value, zf_codec **out, zf_err *err);
+
 /* The "bytes" codec (also the 2022 draft's "endian", named by `name` in messages) for an array
  * of representation `decoded`, from its configuration (NULL when absent). */
 zf_status zf_codec_bytes_new(yajl_val cfg, const char *name, const zf_chunk_repr *decoded,

@@ -33,6 +33,11 @@
  * codecs built here too: zf_chain_from_v3_bytes_at) and "n5_default" (array -> bytes, N5 blocks
  * wrapping a list of its own: n5_default.c), and zarrs' "zarrs.vlen" and "zarrs.vlen_v2" (array
  * -> bytes for string and bytes arrays, also under their codec.zarrs.dev URLs).
+ * The zarr-extensions "packbits" (array -> bytes, packbits_v3.c: the v3 name "packbits" is the
+ * registry's codec, "numcodecs.packbits" numcodecs' bool filter) and "cast_value" (array ->
+ * array, cast_value.c; like scale_offset it gives the codecs after it its cast fill value).
+ * numcodecs' array -> array filters and zarrs' bitround know only NumPy's types: on the
+ * registry's other types (zf_dtype.ext) they are ZF_ERR_UNSUPPORTED.
  *
  * The May 2022 draft (ZF_CODECS_DRAFT_2022), "Array metadata", "codecs": objects naming their
  * codec by URI, under "codec" (the key of the October 2020 draft's codec objects) or "type" (the
@@ -588,6 +593,8 @@ static bool kind_by_name(const entry *e, zf_codec_dialect dialect, zf_codec_kind
         {"zarrs.vlen_v2", ZF_CODEC_ARRAY_TO_BYTES, false},
         {"n5_default", ZF_CODEC_ARRAY_TO_BYTES, false},
         {"zfp", ZF_CODEC_ARRAY_TO_BYTES, false},
+        {"packbits", ZF_CODEC_ARRAY_TO_BYTES, false},
+        {"cast_value", ZF_CODEC_ARRAY_TO_ARRAY, false},
     };
     if (!e->id)
         return false;
@@ -615,10 +622,27 @@ static zf_status build(const entry *e, zf_codec_dialect dialect, const zf_chunk_
 {
     const char *id = e->id;
     *out = NULL;
-    if (dialect == ZF_CODECS_V3 && strncmp(id, NUMCODECS_PREFIX, strlen(NUMCODECS_PREFIX)) == 0)
+    bool numcodecs = dialect == ZF_CODECS_V3 &&
+                     strncmp(id, NUMCODECS_PREFIX, strlen(NUMCODECS_PREFIX)) == 0;
+    zf_codec_kind nk;
+    if (cur->dtype.ext != ZF_DT_NUMPY &&
+        ((numcodecs && numcodecs_kind(id + strlen(NUMCODECS_PREFIX), &nk) &&
+          nk == ZF_CODEC_ARRAY_TO_ARRAY) ||
+         strcmp(id, "bitround") == 0)) {
+        /* numcodecs' filters and zarrs' bitround know NumPy's types only */
+        char ts[32];
+        zf_dtype_format(&cur->dtype, ts, sizeof ts);
+        return zf_fail(err, ZF_ERR_UNSUPPORTED, "codec \"%.100s\" does not support data type "
+                       "%s", e->name, ts);
+    }
+    if (numcodecs)
         return numcodecs_new(e->id, e->name, e->cfg, out, err);
     if (strcmp(id, "bitround") == 0)
         return zf_codec_bitround_zarrs_new(e->cfg, out, err);
+    if (strcmp(id, "packbits") == 0)
+        return zf_codec_packbits_v3_new(e->cfg, cur, out, err);
+    if (strcmp(id, "cast_value") == 0)
+        return zf_codec_cast_value_new(e->cfg, cur, fill, out, err);
     if (strcmp(id, "reshape") == 0)
         return zf_codec_reshape_new(e->cfg, cur, out, err);
     if (strcmp(id, "zarrs.squeeze") == 0)

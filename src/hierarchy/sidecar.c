@@ -368,6 +368,10 @@ static zf_status make_npy(const zf_array_meta *a, sbuf *b, const char **why)
         *why = "variable-length data type";
         return ZF_ERR_NOT_FOUND;
     }
+    if (!strchr("<>|[", a->dtype_typestr[0])) { /* "bfloat16", "int4", a struct's JSON */
+        *why = "a data type NumPy does not have";
+        return ZF_ERR_NOT_FOUND;
+    }
     if (a->dtype_typestr[0] == '[') {
         /* nested structured dtypes (a field list inside a field) are not described */
         const char *p = strstr(a->dtype_typestr, "[[");

@@ -1,7 +1,8 @@
 /* dtype_v3.c — named data types and their fill values: final Zarr v3 ("Data Types", "Permitted
- * fill values" of data-types.rst, plus zarr-python 3's extension types numpy.datetime64,
- * numpy.timedelta64 and fixed_length_utf32 from the zarr-extensions registry) and the May 2022
- * draft ("Core data types", "fill_value": also "0x…"/"0b…" bit strings and "+Infinity").
+ * fill values" of data-types.rst, plus the zarr-extensions registry's types: numpy.datetime64,
+ * numpy.timedelta64, fixed_length_utf32, struct, and the numeric ones zf_dtype_from_v3_name
+ * knows: bfloat16, float8/6/4, int2/int4/uint2/uint4, complex_*) and the May 2022 draft
+ * ("Core data types", "fill_value": also "0x…"/"0b…" bit strings and "+Infinity").
  *
  * The flat encoding of these dialects is little-endian whatever the codecs store (DESIGN.md), so
  * every multi-byte type here has byte order '<'. */
@@ -12,18 +13,6 @@
 
 #include "meta_impl.h"
 #include "zarrfs/json.h"
-
-/* data-types.rst "Core data types" (the same names in the 2022 draft's "Core data types"). */
-static const struct {
-    const char *name;
-    char kind;
-    size_t size;
-} CORE[] = {
-    {"bool", 'b', 1},     {"int8", 'i', 1},      {"int16", 'i', 2},     {"int32", 'i', 4},
-    {"int64", 'i', 8},    {"uint8", 'u', 1},     {"uint16", 'u', 2},    {"uint32", 'u', 4},
-    {"uint64", 'u', 8},   {"float16", 'f', 2},   {"float32", 'f', 4},   {"float64", 'f', 8},
-    {"complex64", 'c', 8}, {"complex128", 'c', 16},
-};
 
 /* Variable-length types zarr-python 3 writes ("string" and "bytes" in 3.0; 3.1 also spells them
  * "variable_length_utf8" and "variable_length_bytes"): elements have no fixed size, so they have
@@ -43,14 +32,15 @@ static void set_simple(zf_v3_dtype *out, const char *name, char kind, size_t siz
     zf_dtype_format(&out->dt, out->typestr, sizeof out->typestr);
 }
 
+/* Core and registry numeric types (zf_dtype_from_v3_name); typestr "<c8" for complex_float32,
+ * the Zarr name for types NumPy lacks. */
 static bool core_type(const char *name, zf_v3_dtype *out)
 {
-    for (size_t i = 0; i < sizeof CORE / sizeof *CORE; i++)
-        if (strcmp(name, CORE[i].name) == 0) {
-            set_simple(out, name, CORE[i].kind, CORE[i].size);
-            return true;
-        }
-    return false;
+    if (!zf_dtype_from_v3_name(name, &out->dt))
+        return false;
+    snprintf(out->name, sizeof out->name, "%s", name);
+    zf_dtype_format(&out->dt, out->typestr, sizeof out->typestr);
+    return true;
 }
 
 /* "r<N>": raw bits, N a positive multiple of 8 (data-types.rst "r*"). Returns 0 when name is
@@ -157,11 +147,169 @@ static zf_status utf32_type(const char *name, yajl_val cfg, zf_v3_dtype *out, zf
     return ZF_OK;
 }
 
+/* A growing string for the struct's descr. */
+typedef struct dbuf {
+    char *s;
+    size_t len, cap;
+    bool oom;
+} dbuf;
+
+static void db_add(dbuf *b, const char *t, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = (b->len + n + 1) * 2;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+            b->oom = true;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, t, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+static void db_str(dbuf *b, const char *t) { db_add(b, t, strlen(t)); }
+
+/* s as a JSON string (quotes, escapes). */
+static void db_json_string(dbuf *b, const char *s)
+{
+    db_str(b, "\"");
+    for (; *s; s++) {
+        char e[8];
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            snprintf(e, sizeof e, "\\%c", c);
+        else if (c < 0x20)
+            snprintf(e, sizeof e, "\\u%04x", c);
+        else
+            snprintf(e, sizeof e, "%c", c);
+        db_str(b, e);
+    }
+    db_str(b, "\"");
+}
+
+/* Does the bytes codec's "endian" apply to a field of this type (a multi-byte component)? */
+static bool has_byte_order(const zf_dtype *dt)
+{
+    switch (dt->kind) {
+    case 'c': return dt->itemsize / 2 > 1;
+    case 'i':
+    case 'u':
+    case 'f':
+    case 'm':
+    case 'M': return dt->itemsize > 1;
+    case 'U': return true;
+    case 'V': return dt->ext == ZF_DT_STRUCT;
+    default: return false;
+    }
+}
+
+/* zarr-extensions data-types/struct: {"fields": [{"name": N, "data_type": T}, ...]}, at least
+ * one field, names non-empty and unique, each type of fixed size; the element is the fields'
+ * flat encodings packed in order ("Bytes codec encoding": no padding). */
+static zf_status struct_type(yajl_val v, yajl_val cfg, zf_v3_dtype *out, zf_err *err)
+{
+    static const char *const keys[] = {"fields"};
+    for (size_t k = 0; cfg && k < cfg->u.object.len; k++)
+        if (strcmp(cfg->u.object.keys[k], keys[0]) != 0)
+            return zf_fail(err, ZF_ERR_INVALID, "data type \"struct\": \"%.100s\": unknown "
+                           "configuration field", cfg->u.object.keys[k]);
+    yajl_val fields = zf_json_get(cfg, "fields");
+    if (!YAJL_IS_ARRAY(fields) || fields->u.array.len == 0)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "data type \"struct\": \"fields\": expected a list of at least one field");
+    dbuf d = {0};
+    bool numpy = true, multi = false;
+    uint64_t size = 0;
+    zf_status st = ZF_OK;
+    db_str(&d, "[");
+    for (size_t i = 0; i < fields->u.array.len && st == ZF_OK; i++) {
+        yajl_val f = fields->u.array.values[i], fn = zf_json_get(f, "name");
+        if (!YAJL_IS_OBJECT(f) || !YAJL_IS_STRING(fn) || !fn->u.string[0] ||
+            !zf_json_get(f, "data_type") || f->u.object.len != 2) {
+            st = zf_fail(err, ZF_ERR_INVALID, "data type \"struct\": fields[%zu]: expected "
+                         "{\"name\": a non-empty string, \"data_type\": a data type}", i);
+            break;
+        }
+        for (size_t j = 0; j < i && st == ZF_OK; j++)
+            if (strcmp(zf_json_get(fields->u.array.values[j], "name")->u.string,
+                       fn->u.string) == 0)
+                st = zf_fail(err, ZF_ERR_INVALID,
+                             "data type \"struct\": field name \"%.100s\" appears twice",
+                             fn->u.string);
+        zf_v3_dtype ft;
+        zf_err fe = {""};
+        if (st != ZF_OK)
+            break;
+        if ((st = zf_meta_v3_dtype(zf_json_get(f, "data_type"), ZF_FORMAT_V3, &ft, &fe)) !=
+            ZF_OK) {
+            st = zf_fail(err, st, "data type \"struct\": field \"%.100s\": %s", fn->u.string,
+                         fe.msg);
+            break;
+        }
+        unsigned bits = zf_dtype_component_bits(&ft.dt);
+        if (ft.dt.kind == 'O')
+            st = zf_fail(err, ZF_ERR_INVALID, "data type \"struct\": field \"%.100s\": a "
+                         "variable-length type", fn->u.string);
+        else if (ft.dt.kind != 'b' && bits < 8)
+            st = zf_fail(err, ZF_ERR_UNSUPPORTED, "data type \"struct\": field \"%.100s\": "
+                         "sub-byte type \"%s\" inside a struct is not supported", fn->u.string,
+                         ft.name);
+        size += ft.dt.itemsize;
+        if (st == ZF_OK && size > ((uint64_t)1 << 31))
+            st = zf_fail(err, ZF_ERR_INVALID, "data type \"struct\": larger than 2^31 bytes");
+        multi |= has_byte_order(&ft.dt);
+        const char *ts = ft.descr ? ft.descr : ft.typestr;
+        numpy &= ft.descr ? ts[0] == '[' : zf_dtype_has_typestr(&ft.dt);
+        db_str(&d, i ? ",[" : "[");
+        db_json_string(&d, fn->u.string);
+        db_str(&d, ",");
+        if (ft.descr)
+            db_str(&d, ts);
+        else
+            db_json_string(&d, ts);
+        db_str(&d, "]");
+        free(ft.descr);
+    }
+    db_str(&d, "]");
+    if (st == ZF_OK && d.oom)
+        st = ZF_ERR_NOMEM;
+    if (st == ZF_OK && !numpy) { /* a field NumPy cannot describe: the Zarr type itself */
+        free(d.s);
+        d.s = zf_json_dump(v);
+        if (!d.s)
+            st = ZF_ERR_NOMEM;
+    }
+    if (st != ZF_OK) {
+        free(d.s);
+        return st;
+    }
+    out->dt = (zf_dtype){.kind = 'V', .byteorder = '|', .itemsize = (size_t)size,
+                         .ext = multi ? ZF_DT_STRUCT : ZF_DT_STRUCT_BYTES};
+    snprintf(out->name, sizeof out->name, "struct");
+    snprintf(out->typestr, sizeof out->typestr, "struct");
+    out->fields = fields;
+    out->descr = d.s;
+    return ZF_OK;
+}
+
 zf_status zf_meta_v3_dtype(yajl_val v, zf_format format, zf_v3_dtype *out, zf_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (YAJL_IS_STRING(v) && !zf_json_special(v))
-        return named(v->u.string, out, err);
+    if (YAJL_IS_STRING(v) && !zf_json_special(v)) {
+        zf_status st = named(v->u.string, out, err);
+        /* the registry's types are final v3's; the 2022 draft has its core types only */
+        if (st == ZF_OK && format == ZF_FORMAT_V3_DRAFT_2022 &&
+            (out->dt.ext != ZF_DT_NUMPY || strncmp(out->name, "complex_", 8) == 0))
+            return zf_fail(err, ZF_ERR_UNSUPPORTED, "data type \"%s\" is not supported",
+                           out->name);
+        return st;
+    }
     if (format == ZF_FORMAT_V3_DRAFT_2022) {
         /* 2022 draft "data_type": an extension object {"extension", "type", "fallback"}; zarrfs
          * knows no data type extension, and does not fall back silently. */
@@ -189,6 +337,8 @@ zf_status zf_meta_v3_dtype(yajl_val v, zf_format format, zf_v3_dtype *out, zf_er
         return time_type(n, 'm', cfg, out, err);
     if (strcmp(n, "fixed_length_utf32") == 0)
         return utf32_type(n, cfg, out, err);
+    if (strcmp(n, "struct") == 0)
+        return struct_type(v, cfg, out, err);
     return named(n, out, err);
 }
 
@@ -207,59 +357,44 @@ static const char *string_of(yajl_val v)
     return zf_json_special(v) ? zf_json_special(v) : v->u.string;
 }
 
-/* One IEEE float of size bytes (2, 4, 8), little-endian (data-types.rst "IEEE 754 floating
- * point numbers"): a number rounded to nearest even, "NaN" (sign 0, only the mantissa's MSB
- * set), "Infinity", "-Infinity", "0x…" raw bits (NaN payloads kept); the 2022 draft also writes
- * "+Infinity" and "0b…". */
-static bool float_fill(yajl_val v, size_t size, zf_format format, uint8_t *out)
+/* A fill value of a struct: an object with one member per field (data-types/struct "Fill
+ * value representation": every field MUST have an entry), each the field's fill value, packed
+ * in field order. */
+static zf_status struct_fill(yajl_val v, const zf_v3_dtype *t, zf_format format, uint8_t *out,
+                             zf_err *err)
 {
-    zf_dtype dt = {.kind = 'f', .byteorder = '<', .itemsize = size};
-    const char *s = string_of(v);
-    if (YAJL_IS_NUMBER(v)) {
-        zf_dtype_store(&dt, out, 0, (zf_num){.kind = 'f', .v.f = strtod(v->u.number.r, NULL)});
-        return true;
+    yajl_val fields = t->fields;
+    if (!YAJL_IS_OBJECT(v))
+        return bad(err, t, "expected an object with one member per field");
+    size_t off = 0, nf = fields ? fields->u.array.len : 0;
+    for (size_t k = 0; k < v->u.object.len; k++) {
+        bool known = false;
+        for (size_t i = 0; i < nf && !known; i++)
+            known = strcmp(zf_json_get(fields->u.array.values[i], "name")->u.string,
+                           v->u.object.keys[k]) == 0;
+        if (!known) {
+            char what[160];
+            snprintf(what, sizeof what, "\"%.100s\" is not a field", v->u.object.keys[k]);
+            return bad(err, t, what);
+        }
     }
-    if (!s)
-        return false;
-    if (strcmp(s, "NaN") == 0) {
-        uint64_t bits = size == 2 ? 0x7e00 : size == 4 ? 0x7fc00000 : 0x7ff8000000000000ULL;
-        for (size_t i = 0; i < size; i++)
-            out[i] = (uint8_t)(bits >> (8 * i));
-        return true;
+    for (size_t i = 0; i < nf; i++) {
+        yajl_val f = fields->u.array.values[i];
+        const char *fname = zf_json_get(f, "name")->u.string;
+        yajl_val fv = zf_json_get(v, fname);
+        zf_v3_dtype ft;
+        zf_err fe = {""};
+        zf_status st = zf_meta_v3_dtype(zf_json_get(f, "data_type"), ZF_FORMAT_V3, &ft, &fe);
+        if (st == ZF_OK && !fv)
+            st = zf_fail(&fe, ZF_ERR_INVALID, "missing");
+        if (st == ZF_OK)
+            st = zf_meta_v3_fill_value(fv, &ft, format, out + off, &fe);
+        free(ft.descr);
+        if (st != ZF_OK)
+            return zf_fail(err, st, "\"fill_value\": field \"%.100s\": %s", fname,
+                           strncmp(fe.msg, "\"fill_value\": ", 14) ? fe.msg : fe.msg + 14);
+        off += ft.dt.itemsize;
     }
-    double d;
-    if (strcmp(s, "Infinity") == 0 || strcmp(s, "+Infinity") == 0)
-        d = INFINITY;
-    else if (strcmp(s, "-Infinity") == 0)
-        d = -INFINITY;
-    else
-        return zf_meta_bits_string(s, size, format == ZF_FORMAT_V3_DRAFT_2022, false, out);
-    zf_dtype_store(&dt, out, 0, (zf_num){.kind = 'f', .v.f = d});
-    return true;
-}
-
-/* Integers (data-types.rst: "a JSON number with no fraction or exponent part that is within
- * the representable range"), exact to 64 bits. */
-static zf_status integer_fill(yajl_val v, const zf_v3_dtype *t, uint8_t *out, zf_err *err)
-{
-    unsigned bits = (unsigned)(8 * t->dt.itemsize);
-    zf_num num;
-    if (t->dt.kind == 'u' && zf_json_uint64(v, &num.v.u)) {
-        num.kind = 'u';
-        if (bits < 64 && num.v.u >> bits)
-            return bad(err, t, "integer out of range");
-    } else if (zf_json_int64(v, &num.v.i)) {
-        num.kind = 'i';
-        if (t->dt.kind == 'u' ? num.v.i < 0
-                              : bits < 64 && (num.v.i < -((int64_t)1 << (bits - 1)) ||
-                                              num.v.i >= ((int64_t)1 << (bits - 1))))
-            return bad(err, t, "integer out of range");
-    } else if (YAJL_IS_NUMBER(v) && !strpbrk(v->u.number.r, ".eE")) {
-        return bad(err, t, "integer out of range");
-    } else {
-        return bad(err, t, "expected an integer");
-    }
-    zf_dtype_store(&t->dt, out, 0, num);
     return ZF_OK;
 }
 
@@ -318,24 +453,22 @@ zf_status zf_meta_v3_fill_value(yajl_val v, const zf_v3_dtype *t, zf_format form
         }
         return bad(err, t, "expected true or false (or the integers 0 and 1)");
     case 'i':
-    case 'u': return integer_fill(v, t, out, err);
+    case 'u':
     case 'f':
-        if (!float_fill(v, n, format, out))
-            return bad(err, t,
-                       draft ? "expected a number, \"NaN\", \"+Infinity\", \"-Infinity\", "
-                               "\"0x...\" or \"0b...\""
-                             : "expected a number, \"NaN\", \"Infinity\", \"-Infinity\" or "
-                               "\"0x...\"");
-        return ZF_OK;
-    case 'c':
-        /* "Complex numbers": [real, imag], each as a float above. */
-        if (!YAJL_IS_ARRAY(v) || v->u.array.len != 2 ||
-            !float_fill(v->u.array.values[0], n / 2, format, out) ||
-            !float_fill(v->u.array.values[1], n / 2, format, out + n / 2))
-            return bad(err, t, "expected [real, imag] with each a number, \"NaN\", "
-                               "\"Infinity\", \"-Infinity\" or \"0x...\"");
-        return ZF_OK;
+    case 'c': {
+        /* numbers, "NaN", "Infinity", "-Infinity", "0x…" bits (zf_dtype_v3_scalar); the 2022
+         * draft also writes "+Infinity" (accepted there too). */
+        zf_err se = {""};
+        if (zf_dtype_v3_scalar(v, &t->dt, out, &se) == ZF_OK)
+            return ZF_OK;
+        if (draft && t->dt.kind == 'f' && strncmp(se.msg, "expected a number", 17) == 0)
+            return bad(err, t, "expected a number, \"NaN\", \"+Infinity\", \"-Infinity\", "
+                               "\"0x...\" or \"0b...\"");
+        return bad(err, t, se.msg);
+    }
     case 'V':
+        if (t->dt.ext == ZF_DT_STRUCT || t->dt.ext == ZF_DT_STRUCT_BYTES)
+            return struct_fill(v, t, format, out, err);
         /* "Raw data types": a list of N/8 integers in [0, 255]; the 2022 draft: bit strings. */
         if (draft && s && raw_bits_string(s, n, out))
             return ZF_OK;

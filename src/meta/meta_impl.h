@@ -69,11 +69,16 @@ bool zf_meta_bits_string(const char *s, size_t itemsize, bool allow_binary, bool
 typedef struct zf_v3_dtype {
     zf_dtype dt;      /* the flat encoding's element type (little-endian) */
     char name[64];    /* the data type's name, for messages: "int32", "numpy.datetime64" */
-    char typestr[48]; /* NumPy typestr of the flat encoding: "<i4", "|V3", "<M8[10s]", "<U5" */
+    char typestr[48]; /* NumPy typestr of the flat encoding: "<i4", "|V3", "<M8[10s]", "<U5";
+                         the Zarr name for types NumPy lacks: "bfloat16", "int4" */
+    yajl_val fields;  /* "struct": its "fields" list (borrowed from the parsed document) */
+    char *descr;      /* "struct": malloc'd user.zarr.dtype text (a NumPy descr as JSON, or the
+                         data type's JSON when a field has no NumPy type); the caller frees */
 } zf_v3_dtype;
 
-/* The "data_type" value v of format ZF_FORMAT_V3 (v3 "data-types" and zarr-python 3's
- * extension types: a name or an extension object) or ZF_FORMAT_V3_DRAFT_2022 (a name, or an
+/* The "data_type" value v of format ZF_FORMAT_V3 (v3 "data-types" and the zarr-extensions
+ * registry's types: a name or an extension object; out->descr set for "struct", which the
+ * caller frees) or ZF_FORMAT_V3_DRAFT_2022 (a name, or an
  * extension object {"extension", "type", "fallback"}). Errors: ZF_ERR_INVALID for a malformed
  * value (message without key or field); ZF_ERR_UNSUPPORTED for data types zarrfs does not
  * serve (message names the data type). */

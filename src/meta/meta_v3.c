@@ -184,7 +184,9 @@ zf_status zf_meta_v3_type_and_fill(const char *key, yajl_val doc, zf_format form
             return st;
     } else if (st == ZF_OK) {
         a->dtype = t->dt;
-        if (!(a->dtype_typestr = strdup(t->typestr)))
+        a->dtype_typestr = t->descr ? t->descr : strdup(t->typestr); /* struct: its descr */
+        t->descr = NULL;
+        if (!a->dtype_typestr)
             return ZF_ERR_NOMEM;
     } else {
         return st;

@@ -67,5 +67,6 @@ Suite *codec_encode_v3_suite(void);
 Suite *codec_variant_suite(void);
 Suite *codec_registry_suite(void);
 Suite *codec_zfp_suite(void);
+Suite *codec_registry_types_suite(void);
 
 #endif

@@ -61,7 +61,7 @@ static bool fz_chain_is_lossy(const zf_codec_chain *chain, const zf_chunk_repr *
     static const char *const lossy[] = {"quantize", "bitround", "fixedscaleoffset", "astype",
                                         "categorize", "numcodecs.quantize", "numcodecs.bitround",
                                         "numcodecs.fixedscaleoffset", "numcodecs.astype",
-                                        "numcodecs.categorize", "scale_offset",
+                                        "numcodecs.categorize", "scale_offset", "cast_value",
                                         /* lossy but in reversible mode, and there too for
                                          * unsigned values past the signed maximum (zarrs) */
                                         "zfp", "zfpy"};

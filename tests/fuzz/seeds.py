@@ -630,6 +630,66 @@ def views_seeds():
         put("views", SEP.join(x.encode() for x in (a, attrs, gattrs)))
 
 
+def registry_seeds():
+    """The zarr-extensions registry's data types and its packbits and cast_value codecs: chunks
+    packed here from codecs/packbits "Format and algorithm" (least significant bit first) and
+    metadata documents of every registry type, struct included."""
+    def pack(values, bits, pad=None):
+        out = bytearray((len(values) * bits + 7) // 8)
+        for i, v in enumerate(values):
+            for b in range(bits):
+                if (v >> b) & 1:
+                    out[(i * bits + b) // 8] |= 1 << ((i * bits + b) % 8)
+        padding = (8 - len(values) * bits % 8) % 8
+        return (bytes([padding]) if pad == "first_byte" else b"") + bytes(out) + \
+            (bytes([padding]) if pad == "last_byte" else b"")
+
+    le = [{"name": "bytes", "configuration": {"endian": "little"}}]
+    seeds = [
+        ("int4 8 -1", [{"name": "packbits"}], pack([v & 15 for v in range(-4, 4)], 4)),
+        ("uint2 9 3", [{"name": "packbits", "configuration": {"padding_encoding": "first_byte"}}],
+         pack([0, 1, 2, 3, 3, 2, 1, 0, 1], 2, "first_byte")),
+        ("float6_e3m2fn 5 1", [{"name": "packbits", "configuration":
+                                {"padding_encoding": "last_byte"}}],
+         pack([0x0c, 0x3f, 0x04, 0x00, 0x20], 6, "last_byte")),
+        ("complex_float4_e2m1fn 3", ["packbits"], pack([2, 15, 1, 7, 0, 8], 4)),
+        ("int16 4", [{"name": "packbits", "configuration": {"first_bit": 2, "last_bit": 9}}],
+         bytes([1, 2, 3, 4])),
+        ("float4_e2m1fn 6 0.5", le, bytes([0x01, 0xf2, 0x07, 0x39, 0x0f, 0x08])),
+        ("float8_e4m3 4 \"NaN\"", le, bytes([0x7c, 0x78, 0x77, 0x80])),
+        ("float8_e8m0fnu 3 1", le, bytes([0x7f, 0xff, 0x00])),
+        ("bfloat16 2 \"-Infinity\"", le, bytes.fromhex("c07f803f")),
+        ("complex_bfloat16 1 [\"NaN\", 0]", le, bytes.fromhex("c07f803f")),
+        ("float64 4", [{"name": "cast_value", "configuration": {
+            "data_type": "uint8", "rounding": "towards-zero", "out_of_range": "wrap",
+            "scalar_map": {"encode": [["NaN", 0], ["+Infinity", 0], ["-Infinity", 0]],
+                           "decode": [[0, "NaN"]]}}}] + le, bytes([0, 1, 200, 255])),
+        ("float32 3 1", [{"name": "cast_value", "configuration": {"data_type": "float8_e4m3",
+                                                                  "rounding": "nearest-away"}},
+                         "bytes"], bytes([0x38, 0x7c, 0xfe])),
+        ("float64 4", [{"name": "cast_value", "configuration": {
+            "data_type": "int4", "out_of_range": "clamp"}}, "packbits"], bytes([0x7d, 0x28])),
+        ("int32 2", [{"name": "cast_value", "configuration": {"data_type": "bfloat16",
+                                                              "rounding": "towards-negative"}}]
+         + le, bytes.fromhex("803fc0ff")),
+    ]
+    for header, codecs, chunk in seeds:
+        put("codec_v3", header.encode() + b"\n" + compact(codecs).encode() + b"\0" + chunk)
+    fields = [{"name": "id", "data_type": "int32"}, {"name": "p", "data_type": {
+        "name": "struct", "configuration": {"fields": [{"name": "x", "data_type": "float32"},
+                                                       {"name": "y", "data_type": "bfloat16"}]}}}]
+    docs = [("float8_e4m3fnuz", "NaN"), ("float6_e2m3fn", 7.5), ("int2", -2), ("uint4", 15),
+            ("complex_float8_e5m2", ["Infinity", "0x01"]), ("complex_float16", [1, 2]),
+            ({"name": "struct", "configuration": {"fields": fields}},
+             {"id": 1, "p": {"x": "NaN", "y": "-Infinity"}})]
+    for dt, fill in docs:
+        doc = {"zarr_format": 3, "node_type": "array", "shape": [4], "data_type": dt,
+               "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+               "chunk_key_encoding": {"name": "default"}, "fill_value": fill,
+               "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}
+        put("meta_v3", json.dumps(doc).encode())
+
+
 def main():
     global OUT, FIXTURES
     OUT = sys.argv[1]
@@ -675,6 +735,7 @@ def main():
                os.path.join(td, "zarrita-fixtures", "v3", "data.zarr")])
     refs_seeds(os.path.join(td, "zarrita-fixtures", "v2", "data.zarr"))
     views_seeds()
+    registry_seeds()
     import shutil
     shutil.rmtree(tmp, ignore_errors=True)
     for t in sorted(counts):

@@ -235,7 +235,8 @@ END_TEST
 
 static void v3fill_doc(const char *dtype, const char *fill, char *doc, size_t n)
 {
-    bool one_byte = strstr(dtype, "int8") || strstr(dtype, "bool") || dtype[1] == 'r';
+    bool one_byte = (strstr(dtype, "int8") || strstr(dtype, "bool") || dtype[1] == 'r') &&
+                    !strstr(dtype, "struct");
     snprintf(doc, n,
              "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [5], \"data_type\": %s,"
              " \"chunk_grid\": {\"name\": \"regular\", \"configuration\": {\"chunk_shape\": [2]}},"
@@ -343,6 +344,78 @@ START_TEST(fill_values)
 }
 END_TEST
 
+/* The zarr-extensions registry's types: each README's "Fill value representation" (the
+ * "NaN" constants it names: bfloat16 0x7fc0, float8_e4m3 0x7c, float8_e3m4 0x78, float8_e5m2
+ * 0x7e, the fnuz types 0x80, float8_e8m0fnu 0xff) and its bit layout ("Codec compatibility":
+ * 0bSEEEEMMM, ...), worked out here by hand; data-types/struct's byte layout examples. */
+START_TEST(registry_data_types)
+{
+    v3fill("\"bfloat16\"", "\"NaN\"", "bfloat16", 2, "c07f");
+    v3fill("\"bfloat16\"", "1.5", "bfloat16", 2, "c03f");          /* 0 01111111 1000000 */
+    v3fill("\"bfloat16\"", "\"-Infinity\"", "bfloat16", 2, "80ff");
+    v3fill("\"bfloat16\"", "\"0x7f81\"", "bfloat16", 2, "817f");   /* a NaN payload, kept */
+    v3fill("{\"name\": \"bfloat16\"}", "-2", "bfloat16", 2, "00c0");
+    v3fill("\"float8_e3m4\"", "\"NaN\"", "float8_e3m4", 1, "78");
+    v3fill("\"float8_e3m4\"", "15.5", "float8_e3m4", 1, "6f");     /* 0 110 1111 */
+    v3fill("\"float8_e4m3\"", "\"NaN\"", "float8_e4m3", 1, "7c");
+    v3fill("\"float8_e4m3\"", "\"Infinity\"", "float8_e4m3", 1, "78");
+    v3fill("\"float8_e4m3\"", "240", "float8_e4m3", 1, "77");      /* 0 1110 111 */
+    v3fill("\"float8_e4m3\"", "-0.0", "float8_e4m3", 1, "80");
+    v3fill("\"float8_e4m3\"", "\"0x01\"", "float8_e4m3", 1, "01");  /* 2^-9 */
+    v3fill("\"float8_e4m3b11fnuz\"", "\"NaN\"", "float8_e4m3b11fnuz", 1, "80");
+    v3fill("\"float8_e4m3b11fnuz\"", "30", "float8_e4m3b11fnuz", 1, "7f");
+    v3fill("\"float8_e4m3fnuz\"", "\"NaN\"", "float8_e4m3fnuz", 1, "80");
+    v3fill("\"float8_e4m3fnuz\"", "-0.0", "float8_e4m3fnuz", 1, "00"); /* no negative zero */
+    v3fill("\"float8_e5m2\"", "\"NaN\"", "float8_e5m2", 1, "7e");
+    v3fill("\"float8_e5m2\"", "57344", "float8_e5m2", 1, "7b");    /* 0 11110 11 */
+    v3fill("\"float8_e5m2fnuz\"", "57344", "float8_e5m2fnuz", 1, "7f");
+    v3fill("\"float8_e8m0fnu\"", "\"NaN\"", "float8_e8m0fnu", 1, "ff");
+    v3fill("\"float8_e8m0fnu\"", "1", "float8_e8m0fnu", 1, "7f");  /* 2^(127 - 127) */
+    v3fill("\"float8_e8m0fnu\"", "0.25", "float8_e8m0fnu", 1, "7d");
+    v3fill("\"float6_e2m3fn\"", "7.5", "float6_e2m3fn", 1, "1f");  /* 0 11 111 */
+    v3fill("\"float6_e2m3fn\"", "\"0x3f\"", "float6_e2m3fn", 1, "3f");
+    v3fill("\"float6_e3m2fn\"", "-28", "float6_e3m2fn", 1, "3f");  /* 1 111 11 */
+    v3fill("\"float6_e3m2fn\"", "0.0625", "float6_e3m2fn", 1, "01"); /* subnormal 2^-2 * 1/4 */
+    v3fill("\"float4_e2m1fn\"", "6", "float4_e2m1fn", 1, "07");    /* 0 11 1 */
+    v3fill("\"float4_e2m1fn\"", "-0.5", "float4_e2m1fn", 1, "09"); /* 1 00 1 */
+    v3fill("\"float4_e2m1fn\"", "\"0x0f\"", "float4_e2m1fn", 1, "0f");
+    v3fill("\"int4\"", "-8", "int4", 1, "f8");                     /* sign-extended int8 */
+    v3fill("\"int4\"", "7", "int4", 1, "07");
+    v3fill("\"int2\"", "-2", "int2", 1, "fe");
+    v3fill("\"uint4\"", "15", "uint4", 1, "0f");
+    v3fill("\"uint2\"", "3", "uint2", 1, "03");
+    v3fill("\"complex_float32\"", "[1.5, -2]", "<c8", 8, "0000c03f000000c0");
+    v3fill("\"complex_float64\"", "[0, 1]", "<c16", 16, "0000000000000000000000000000f03f");
+    v3fill("\"complex_float16\"", "[1, \"NaN\"]", "complex_float16", 4, "003c007e");
+    v3fill("\"complex_bfloat16\"", "[\"Infinity\", 0]", "complex_bfloat16", 4, "807f0000");
+    v3fill("\"complex_float8_e4m3\"", "[1, -1]", "complex_float8_e4m3", 2, "38b8");
+    v3fill("\"complex_float8_e5m2fnuz\"", "[\"NaN\", 0]", "complex_float8_e5m2fnuz", 2, "8000");
+    v3fill("\"complex_float6_e3m2fn\"", "[1, 28]", "complex_float6_e3m2fn", 2, "0c1f");
+    v3fill("\"complex_float4_e2m1fn\"", "[0.5, 6]", "complex_float4_e2m1fn", 2, "0107");
+    /* struct: "id" int32, "flags" uint8, "value" float64: 13 bytes, offsets 0, 4, 5 */
+    v3fill("{\"name\": \"struct\", \"configuration\": {\"fields\": [{\"name\": \"id\", "
+           "\"data_type\": \"int32\"}, {\"name\": \"flags\", \"data_type\": \"uint8\"}, "
+           "{\"name\": \"value\", \"data_type\": \"float64\"}]}}",
+           "{\"id\": -1, \"flags\": 7, \"value\": 1}",
+           "[[\"id\",\"<i4\"],[\"flags\",\"|u1\"],[\"value\",\"<f8\"]]", 13,
+           "ffffffff07000000000000f03f");
+    /* nested: point (x, y float32) at 0, value float64 at 8: 16 bytes */
+    v3fill("{\"name\": \"struct\", \"configuration\": {\"fields\": [{\"name\": \"point\", "
+           "\"data_type\": {\"name\": \"struct\", \"configuration\": {\"fields\": [{\"name\": "
+           "\"x\", \"data_type\": \"float32\"}, {\"name\": \"y\", \"data_type\": \"float32\"}]}}},"
+           " {\"name\": \"value\", \"data_type\": {\"name\": \"float64\"}}]}}",
+           "{\"point\": {\"x\": 1, \"y\": 2}, \"value\": 3}",
+           "[[\"point\",[[\"x\",\"<f4\"],[\"y\",\"<f4\"]]],[\"value\",\"<f8\"]]", 16,
+           "0000803f000000400000000000000840");
+    /* a field NumPy has no type for: user.zarr.dtype is the data type itself */
+    v3fill("{\"name\": \"struct\", \"configuration\": {\"fields\": [{\"name\": \"a\", "
+           "\"data_type\": \"bfloat16\"}, {\"name\": \"b\", \"data_type\": \"uint8\"}]}}",
+           "{\"a\": \"NaN\", \"b\": 1}",
+           "{\"name\":\"struct\",\"configuration\":{\"fields\":[{\"name\":\"a\",\"data_type\":"
+           "\"bfloat16\"},{\"name\":\"b\",\"data_type\":\"uint8\"}]}}", 3, "c07f01");
+}
+END_TEST
+
 static const struct {
     const char *dtype, *fill, *msg;
 } BAD_FILL[] = {
@@ -387,6 +460,40 @@ static const struct {
      "\"numpy.datetime64\""},
     {"{\"name\": \"fixed_length_utf32\", \"configuration\": {\"length_bytes\": 4}}", "0",
      "zarr.json: \"fill_value\": expected a string for data type \"fixed_length_utf32\""},
+    /* the registry's types: what each README says is "not supported" */
+    {"\"float4_e2m1fn\"", "\"NaN\"",
+     "zarr.json: \"fill_value\": \"NaN\" (the type has no NaN) for data type \"float4_e2m1fn\""},
+    {"\"float6_e2m3fn\"", "\"-Infinity\"",
+     "zarr.json: \"fill_value\": an infinity (the type has none) for data type "
+     "\"float6_e2m3fn\""},
+    {"\"float8_e4m3fnuz\"", "\"Infinity\"",
+     "zarr.json: \"fill_value\": an infinity (the type has none) for data type "
+     "\"float8_e4m3fnuz\""},
+    {"\"float4_e2m1fn\"", "7",
+     "zarr.json: \"fill_value\": a number beyond the type's range for data type "
+     "\"float4_e2m1fn\""},
+    {"\"float8_e8m0fnu\"", "-1",
+     "zarr.json: \"fill_value\": a negative number for a type without sign for data type "
+     "\"float8_e8m0fnu\""},
+    {"\"float4_e2m1fn\"", "\"0x1f\"",
+     "zarr.json: \"fill_value\": expected a number, \"NaN\", \"Infinity\", \"-Infinity\" or "
+     "\"0x...\" for data type \"float4_e2m1fn\""},
+    {"\"int4\"", "8", "zarr.json: \"fill_value\": integer out of range for data type \"int4\""},
+    {"\"int2\"", "-3", "zarr.json: \"fill_value\": integer out of range for data type \"int2\""},
+    {"\"uint2\"", "4", "zarr.json: \"fill_value\": integer out of range for data type \"uint2\""},
+    {"{\"name\": \"struct\", \"configuration\": {\"fields\": [{\"name\": \"x\", "
+     "\"data_type\": \"float32\"}, {\"name\": \"y\", \"data_type\": \"float32\"}]}}",
+     "{\"x\": 1}",
+     "zarr.json: \"fill_value\": field \"y\": missing"},
+    {"{\"name\": \"struct\", \"configuration\": {\"fields\": [{\"name\": \"x\", "
+     "\"data_type\": \"float32\"}]}}",
+     "{\"x\": 1, \"z\": 2}",
+     "zarr.json: \"fill_value\": \"z\" is not a field for data type \"struct\""},
+    {"{\"name\": \"struct\", \"configuration\": {\"fields\": [{\"name\": \"x\", "
+     "\"data_type\": \"float32\"}]}}",
+     "0",
+     "zarr.json: \"fill_value\": expected an object with one member per field for data type "
+     "\"struct\""},
 };
 
 START_TEST(bad_fill_values)
@@ -567,10 +674,10 @@ END_TEST
 static const struct {
     const char *field, *value, *why;
 } UNSUPPORTED[] = {
-    {"data_type", "\"float8_e4m3\"",
-     "zarr.json: \"data_type\": data type \"float8_e4m3\" is not supported"},
-    {"data_type", "{\"name\": \"bfloat16\"}",
-     "zarr.json: \"data_type\": data type \"bfloat16\" is not supported"},
+    {"data_type", "\"float8_e4m3fn\"", /* not in the registry (float8_e4m3 is) */
+     "zarr.json: \"data_type\": data type \"float8_e4m3fn\" is not supported"},
+    {"data_type", "{\"name\": \"bfloat8\"}",
+     "zarr.json: \"data_type\": data type \"bfloat8\" is not supported"},
     {"data_type", "\"<f8\"", "zarr.json: \"data_type\": data type \"<f8\" is not supported"},
     /* variable-length bytes read as text, but only through an object codec (vlen-bytes) */
     {"data_type", "\"variable_length_bytes\"",
@@ -607,9 +714,9 @@ START_TEST(unsupported_is_not_invalid)
         zf_node_meta_free(&m);
     }
     /* an unknown data type has no flat encoding: no typestr (hence no user.zarr.dtype) */
-    ck_assert_int_eq(parse3("data_type", "\"bfloat16\"", &m, &err), ZF_OK);
+    ck_assert_int_eq(parse3("data_type", "\"float8_e4m3fn\"", &m, &err), ZF_OK);
     ck_assert_ptr_null(m.array.dtype_typestr);
-    ck_assert_str_eq(m.array.dtype_json, "\"bfloat16\"");
+    ck_assert_str_eq(m.array.dtype_json, "\"float8_e4m3fn\"");
     zf_node_meta_free(&m);
     /* "string" with the vlen-utf8 codec: text; user.zarr.dtype names the stored type */
     ck_assert_int_eq(parse3("data_type", "\"string\"", &m, &err), ZF_OK);
@@ -1283,6 +1390,10 @@ START_TEST(draft2022)
     ck_assert_int_eq(d2022("fill_value", "\"0b0000000100000011\"", &m, &err), ZF_OK);
     fill_is(&m, "0301");
     zf_node_meta_free(&m);
+    /* the registry's types are final v3's, not the draft's */
+    ck_assert_int_eq(d2022("data_type", "\"bfloat16\"", &m, &err), ZF_OK);
+    ck_assert_int_eq(m.unsupported, ZF_ERR_UNSUPPORTED);
+    zf_node_meta_free(&m);
     ck_assert_int_eq(d2022("fill_value", "\"+Infinity\"", &m, &err), ZF_ERR_INVALID);
     ck_assert_str_eq(err.msg, "meta/root/x.array.json: \"fill_value\": expected an integer for "
                               "data type \"uint16\"");
@@ -1419,7 +1530,8 @@ START_TEST(draft2022)
 }
 END_TEST
 
-ZF_CHECK_MAIN("meta-v3", zarrita_fixtures_parse, zarrita_fixture_details, data_types, fill_values,
+ZF_CHECK_MAIN("meta-v3", zarrita_fixtures_parse, zarrita_fixture_details, data_types, registry_data_types,
+              fill_values,
               bad_fill_values, valid_array, bad_documents, unsupported_is_not_invalid, large_shards,
               must_understand_false_is_ignored, chunk_keys_v3, dialect_detection,
               draft2020_zarr_python, draft2020_spec_and_errors, draft2022)
