@@ -335,6 +335,17 @@ zf_status zf_codec_sharding_new(yajl_val cfg, const zf_chunk_repr *decoded,
                                 const uint8_t *fill_value, unsigned depth, zf_codec **out,
                                 zf_err *err);
 
+/* zarrs' "optional" codec (optional.c) for chunks of representation `decoded` (data then one
+ * validity-depth byte per element: n * (itemsize + 1) bytes), its mask and data chains built at
+ * depth + 1; and whether a v3 codec name is one of its names ("optional", "zarrs.optional",
+ * zarrs' URL). */
+zf_status zf_codec_optional_new(yajl_val cfg, const zf_chunk_repr *decoded, unsigned depth,
+                                zf_codec **out, zf_err *err);
+bool zf_codec_optional_name(const char *name);
+/* The zarr-extensions "packbits" codec (array -> bytes; packbits_v3.c) from its v3
+ * configuration (NULL when absent). */
+zf_status zf_codec_packbits_v3_new(yajl_val cfg, zf_codec **out, zf_err *err);
+
 /* The checksum codecs' encode: the payload with its checksum before or after it. */
 zf_status zf_checksum_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,
                              size_t in_len, unsigned flags, uint8_t **out, size_t *out_len,

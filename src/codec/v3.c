@@ -25,8 +25,10 @@
  * compressors, shuffle and the checksums (with fletcher32 and jenkins_lookup3) bytes -> bytes
  * codecs; categorize (a -> a) and base64 (b -> b) are accepted by their nature although
  * numcodecs.zarr3 does not list them. Also zarrs' "bitround" (its own rounding rules,
- * bitround.c), the zarr-extensions "reshape" and zarrs' "zarrs.squeeze" (reshape.c), and zarrs'
- * URL aliases of bitround and numcodecs.fletcher32 (v3_aliases).
+ * bitround.c), the zarr-extensions "reshape" and zarrs' "zarrs.squeeze" (reshape.c), zarrs'
+ * "optional" (also "zarrs.optional"; optional.c) with the zarr-extensions "packbits" its masks
+ * use (packbits_v3.c), and zarrs' URL aliases of bitround, numcodecs.fletcher32 and optional
+ * (v3_aliases).
  *
  * The May 2022 draft (ZF_CODECS_DRAFT_2022), "Array metadata", "codecs": objects naming their
  * codec by URI, under "codec" (the key of the October 2020 draft's codec objects) or "type" (the
@@ -479,6 +481,8 @@ static const struct {
     {"https://codec.zarrs.dev/bytes_to_bytes/fletcher32", "numcodecs.fletcher32"},
     {"https://codec.zarrs.dev/array_to_bytes/vlen_utf8", "vlen-utf8"},
     {"https://codec.zarrs.dev/array_to_bytes/vlen_bytes", "vlen-bytes"},
+    {"https://codec.zarrs.dev/array_to_bytes/optional", "optional"},
+    {"zarrs.optional", "optional"},
 };
 
 /* e->id for a v3 name: the name, or the name it is an alias of. */
@@ -569,6 +573,8 @@ static bool kind_by_name(const entry *e, zf_codec_dialect dialect, zf_codec_kind
         {"zarrs.squeeze", ZF_CODEC_ARRAY_TO_ARRAY, false},
         {"vlen-utf8", ZF_CODEC_ARRAY_TO_BYTES, false},
         {"vlen-bytes", ZF_CODEC_ARRAY_TO_BYTES, false},
+        {"optional", ZF_CODEC_ARRAY_TO_BYTES, false},
+        {"packbits", ZF_CODEC_ARRAY_TO_BYTES, false},
     };
     if (!e->id)
         return false;
@@ -618,6 +624,10 @@ static zf_status build(const entry *e, zf_codec_dialect dialect, const zf_chunk_
         return crc32c_new(e->cfg, out, err);
     if (strcmp(id, "sharding_indexed") == 0)
         return zf_codec_sharding_new(e->cfg, cur, fill, depth, out, err);
+    if (strcmp(id, "optional") == 0) /* zarrs' optional codec (optional.c) */
+        return zf_codec_optional_new(e->cfg, cur, depth, out, err);
+    if (strcmp(id, "packbits") == 0) /* zarr-extensions packbits (packbits_v3.c) */
+        return zf_codec_packbits_v3_new(e->cfg, out, err);
     if (strcmp(id, "vlen-utf8") == 0) { /* zarr-extensions "vlen-utf8": no configuration */
         static const char *const none[] = {NULL};
         zf_status st = zf_v3_check_keys(e->cfg, "vlen-utf8", none, err);
