@@ -232,8 +232,10 @@ zf_status zf_meta_v3_finish(const char *key, zf_node_meta *m, const zf_v3_dtype 
         return st;
     uint64_t exact;
     bool fits = exact_chunk_bytes(a, &exact);
-    if (fits && a->optional_levels) /* and the validity depth of each element */
+    if (fits && a->optional_levels) { /* and the validity depth of each element */
         fits = !__builtin_add_overflow(exact, zf_array_meta_chunk_elems(a), &exact);
+        cbytes = exact; /* a decoded chunk holds both (checked against the limit below) */
+    }
     if (fits && exact > SIZE_MAX)
         fits = false;
     if (!fits)
