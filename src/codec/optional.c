@@ -234,6 +234,10 @@ zf_status zf_codec_optional_new(yajl_val cfg, const zf_chunk_repr *decoded, unsi
     if (st == ZF_OK && o->nested && (o->data.n == 0 || !zf_codec_optional_levels(o->data.codecs[0])))
         st = zf_fail(&e, ZF_ERR_UNSUPPORTED,
                      "a nested optional codec must be the first of the data codecs");
+    zf_sharding sh;
+    for (size_t i = 0; st == ZF_OK && i < o->data.n; i++)
+        if (zf_codec_sharding(o->data.codecs[i], &sh)) /* its shards: of a size each chunk says */
+            st = zf_fail(&e, ZF_ERR_UNSUPPORTED, "sharding the present elements is not supported");
     if (st != ZF_OK) {
         opt_destroy(&o->base);
         const char *m = strncmp(e.msg, "codecs: ", 8) ? e.msg : e.msg + 8;

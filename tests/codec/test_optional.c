@@ -368,6 +368,15 @@ START_TEST(test_optional_config)
     ck_assert_int_eq(chain_status("[{\"name\": \"optional\", \"configuration\": {\"mask_codecs\": "
                                   "[\"packbits\"], \"data_codecs\": []}}]", &r, &err),
                      ZF_ERR_INVALID);
+    /* sharding of the present elements (their count varies by chunk) */
+    ck_assert_int_eq(chain_status("[{\"name\": \"optional\", \"configuration\": {\"mask_codecs\": "
+                                  "[\"packbits\"], \"data_codecs\": [{\"name\": "
+                                  "\"sharding_indexed\", \"configuration\": {\"chunk_shape\": [2], "
+                                  "\"codecs\": [{\"name\": \"bytes\", \"configuration\": "
+                                  "{\"endian\": \"little\"}}], \"index_codecs\": [{\"name\": "
+                                  "\"bytes\", \"configuration\": {\"endian\": \"little\"}}]}}]}}]",
+                                  &r, &err), ZF_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(err.msg, "sharding the present"), "%s", err.msg);
     /* a nested optional codec that is not the first data codec */
     ck_assert_int_ne(chain_status("[{\"name\": \"optional\", \"configuration\": {\"mask_codecs\": "
                                   "[\"packbits\"], \"data_codecs\": [\"transpose\", "
