@@ -112,6 +112,14 @@ typedef struct zf_codec_ops {
      * writers disagree on: vlen-bytes' string fill values), ZF_ERR_NOMEM. */
     zf_status (*fill_text)(const zf_codec *c, yajl_val fill, char **line, size_t *len,
                            zf_err *err);
+    /* Optional, array -> array codecs whose specification transforms the fill value as it
+     * transforms elements (zarr-extensions scale_offset, "Fill value handling"; NULL for the
+     * others, whose encoded representation keeps the array's fill value): encode one element,
+     * fill (one item of the decoded data type, flat encoding), into out (one item of the encoded
+     * data type). zf_chain_from_v3 hands the result to the codecs after it (sharding_indexed's
+     * empty inner chunks). Errors: ZF_ERR_INVALID (a fill value the codec cannot encode; the
+     * message names the codec). */
+    zf_status (*encode_fill)(const zf_codec *c, const uint8_t *fill, uint8_t *out, zf_err *err);
 } zf_codec_ops;
 
 /* zf_codec_ops.encode flags. */
@@ -239,6 +247,15 @@ zf_status zf_chain_resolve(const zf_codec_chain *chain, const zf_chunk_repr *dec
  * bounded by zf_chain_unknown_bound. */
 zf_status zf_chain_decode(const zf_codec_chain *chain, const zf_chunk_repr *decoded,
                           const uint8_t *in, size_t in_len, uint8_t *out, zf_err *err);
+
+/* Decode a chain of bytes -> bytes codecs whose decoded size nothing states (the codecs a
+ * conditional codec wraps, when it follows a compressor): in[0..in_len) into out[0..cap),
+ * *produced bytes, each step's output bounded by cap (zf_codec_ops.decode_bounded's contract:
+ * more is ZF_ERR_CORRUPT with *produced SIZE_MAX). An empty chain copies. Errors:
+ * ZF_ERR_CORRUPT (message names the codec), ZF_ERR_INVALID (a codec of another kind),
+ * ZF_ERR_UNSUPPORTED, ZF_ERR_NOMEM. */
+zf_status zf_chain_decode_bounded(const zf_codec_chain *chain, const uint8_t *in, size_t in_len,
+                                  uint8_t *out, size_t cap, size_t *produced, zf_err *err);
 
 /* The decompression-bomb limit for an intermediate byte string of unknown size in the decode
  * of `chain` for chunks of `decoded` (see the top of this file): 2 * M + 1 MiB + S bytes

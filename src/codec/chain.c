@@ -131,7 +131,8 @@ zf_status zf_chain_unknown_bound(const zf_codec_chain *chain, const zf_chunk_rep
 }
 
 /* One decode step whose output size resolve could not know: into scratch *buf, *len bytes.
- * bound/first: zf_chain_unknown_bound's limit and the first buffer size. */
+ * bound/first: zf_chain_unknown_bound's limit and the first buffer size. Output over the bound
+ * is ZF_ERR_CORRUPT with *len SIZE_MAX. */
 static zf_status decode_unknown(const zf_codec *c, const uint8_t *in, size_t in_len,
                                 size_t bound, size_t first, scratch *buf, const uint8_t **dst,
                                 size_t *len, zf_err *err)
@@ -142,11 +143,14 @@ static zf_status decode_unknown(const zf_codec *c, const uint8_t *in, size_t in_
     if (c->ops->decoded_size) {
         st = c->ops->decoded_size(c, in, in_len, len, &e);
         if (st == ZF_OK) {
-            if (*len > bound)
-                return zf_fail(err, ZF_ERR_CORRUPT,
-                               "%s: the data says %zu decoded bytes, more than the %zu bytes "
-                               "allowed for an intermediate result",
-                               name, *len, bound);
+            if (*len > bound) {
+                zf_fail(err, ZF_ERR_CORRUPT,
+                        "%s: the data says %zu decoded bytes, more than the %zu bytes allowed "
+                        "for an intermediate result",
+                        name, *len, bound);
+                *len = SIZE_MAX;
+                return ZF_ERR_CORRUPT;
+            }
             uint8_t *out = scratch_get(buf, *len);
             if (!out)
                 return ZF_ERR_NOMEM;
@@ -179,11 +183,13 @@ static zf_status decode_unknown(const zf_codec *c, const uint8_t *in, size_t in_
         }
         if (st != ZF_ERR_CORRUPT || produced != SIZE_MAX)
             return st;
-        if (cap == bound)
+        if (cap == bound) {
+            *len = SIZE_MAX;
             return zf_fail(err, ZF_ERR_CORRUPT,
                            "%s: data decodes to more than the %zu bytes allowed for an "
                            "intermediate result",
                            name, bound);
+        }
     }
 }
 
@@ -240,6 +246,42 @@ zf_status zf_chain_decode(const zf_codec_chain *chain, const zf_chunk_repr *deco
     free(buf[1].p);
     if (reprs != stack)
         free(reprs);
+    return st;
+}
+
+zf_status zf_chain_decode_bounded(const zf_codec_chain *chain, const uint8_t *in, size_t in_len,
+                                  uint8_t *out, size_t cap, size_t *produced, zf_err *err)
+{
+    scratch buf[2] = {{NULL, 0}, {NULL, 0}};
+    const uint8_t *cur = in;
+    size_t cur_len = in_len;
+    zf_status st = ZF_OK;
+    *produced = 0;
+    for (size_t k = 0; st == ZF_OK && k < chain->n; k++) {
+        const zf_codec *c = chain->codecs[chain->n - 1 - k];
+        if (c->ops->kind != ZF_CODEC_BYTES_TO_BYTES) {
+            st = zf_fail(err, ZF_ERR_INVALID, "%s: not a bytes -> bytes codec", c->ops->name);
+            break;
+        }
+        const uint8_t *dst = NULL;
+        size_t len = 0;
+        st = decode_unknown(c, cur, cur_len, cap, cap, &buf[k & 1], &dst, &len, err);
+        if (st != ZF_OK && len == SIZE_MAX)
+            *produced = SIZE_MAX;
+        cur = dst;
+        cur_len = len;
+    }
+    if (st == ZF_OK && cur_len > cap) {
+        *produced = SIZE_MAX;
+        st = zf_fail(err, ZF_ERR_CORRUPT, "data decodes to more than %zu bytes", cap);
+    }
+    if (st == ZF_OK) {
+        if (cur_len)
+            memcpy(out, cur, cur_len);
+        *produced = cur_len;
+    }
+    free(buf[0].p);
+    free(buf[1].p);
     return st;
 }
 

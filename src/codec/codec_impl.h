@@ -321,6 +321,15 @@ zf_status zf_codec_squeeze_new(yajl_val cfg, const zf_chunk_repr *decoded, zf_co
  * of representation `decoded`, from its configuration (NULL when absent). */
 zf_status zf_codec_bytes_new(yajl_val cfg, const char *name, const zf_chunk_repr *decoded,
                              zf_codec **out, zf_err *err);
+/* The zarr-extensions "n5_default" codec (array -> bytes, n5_default.c) for chunks of
+ * representation `decoded`, from its configuration {"codecs": [transpose, bytes, (one
+ * bytes -> bytes codec)]}, built at nesting depth `depth` + 1; fill_value (NULL: zero bytes,
+ * else decoded->dtype.itemsize bytes, copied) pads truncated blocks. Errors: ZF_ERR_INVALID
+ * (a configuration the document does not allow, a 0-d array), ZF_ERR_UNSUPPORTED (an inner
+ * codec zarrfs does not know), ZF_ERR_NOMEM. */
+zf_status zf_codec_n5_default_new(yajl_val cfg, const zf_chunk_repr *decoded,
+                                  const uint8_t *fill_value, unsigned depth, zf_codec **out,
+                                  zf_err *err);
 /* A bytes codec with the given byte order (the 2022 draft's implicit default binary
  * representation). Errors: ZF_ERR_NOMEM. */
 zf_status zf_codec_bytes_make(bool big_endian, zf_codec **out);
@@ -335,6 +344,38 @@ zf_status zf_codec_sharding_new(yajl_val cfg, const zf_chunk_repr *decoded,
                                 const uint8_t *fill_value, unsigned depth, zf_codec **out,
                                 zf_err *err);
 
+/* --- zarr-extensions scale_offset and conditional, zarrs' vlen codecs --- */
+
+/* scale_offset (array -> array) for arrays of representation `decoded` (its data type is the
+ * one offset and scale are written in), from its configuration (NULL when absent). Errors:
+ * ZF_ERR_INVALID (unknown keys, values not of the data type, a data type that is not an
+ * integer or floating-point type, scale 0), ZF_ERR_UNSUPPORTED, ZF_ERR_NOMEM. */
+zf_status zf_codec_scale_offset_new(yajl_val cfg, const zf_chunk_repr *decoded, zf_codec **out,
+                                    zf_err *err);
+/* conditional (bytes -> bytes) wrapping the bytes -> bytes codecs of its "codecs" list, built
+ * at depth + 1 for byte strings `decoded`. Errors: ZF_ERR_INVALID, ZF_ERR_UNSUPPORTED (an inner
+ * codec zarrfs does not know), ZF_ERR_NOMEM. */
+zf_status zf_codec_conditional_new(yajl_val cfg, const zf_chunk_repr *decoded, unsigned depth,
+                                   zf_codec **out, zf_err *err);
+/* A list of bytes -> bytes codecs only (the conditional codec's), for byte strings `decoded`:
+ * zf_chain_from_v3_at's rules otherwise. Errors: as zf_chain_from_v3_at; ZF_ERR_INVALID for a
+ * codec of another kind. */
+zf_status zf_chain_from_v3_bytes_at(yajl_val codecs, const zf_chunk_repr *decoded,
+                                    unsigned depth, zf_codec_chain *out, zf_err *err);
+/* zarrs' "zarrs.vlen" and "zarrs.vlen_v2" (array -> bytes, variable-length elements read as
+ * text) for chunks of `decoded`, whose data type must be tagged as string or bytes
+ * (zf_vlen_dtype_utf8). zarrs.vlen builds its index and data chains at depth + 1. Errors:
+ * ZF_ERR_INVALID (configuration), ZF_ERR_UNSUPPORTED, ZF_ERR_NOMEM. */
+zf_status zf_codec_zarrs_vlen_new(yajl_val cfg, const zf_chunk_repr *decoded, unsigned depth,
+                                  zf_codec **out, zf_err *err);
+zf_status zf_codec_zarrs_vlen_v2_new(yajl_val cfg, const zf_chunk_repr *decoded,
+                                     zf_codec **out, zf_err *err);
+/* Whether the variable-length elements of `cur` are strings (*utf8 true: vlen-utf8's text
+ * rules) or byte strings (false: vlen-bytes'): the v3 data types string and bytes, which
+ * meta_v3.c names in the chunk representation's dtype.unit ("string", "bytes"). Errors:
+ * ZF_ERR_UNSUPPORTED naming `codec` when the representation says neither. */
+zf_status zf_vlen_dtype_utf8(const char *codec, const zf_chunk_repr *cur, bool *utf8,
+                             zf_err *err);
 /* zarrs' "optional" codec (optional.c) for chunks of representation `decoded` (data then one
  * validity-depth byte per element: n * (itemsize + 1) bytes), its mask and data chains built at
  * depth + 1; and whether a v3 codec name is one of its names ("optional", "zarrs.optional",

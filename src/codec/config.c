@@ -215,7 +215,10 @@ void zf_codec_destroy_plain(zf_codec *c)
 
 const char *zf_dtype_str(const zf_dtype *dt, char *buf)
 {
-    zf_dtype_format(dt, buf, 32);
+    zf_dtype d = *dt;
+    if (d.kind == 'O')
+        d.unit[0] = '\0'; /* "string"/"bytes" (zf_vlen_dtype_utf8) is no NumPy unit */
+    zf_dtype_format(&d, buf, 32);
     return buf;
 }
 

@@ -323,3 +323,17 @@ zf_status zf_text_json_fill(const zf_codec *c, yajl_val fill, char **line, size_
     (void)c, (void)err;
     return zf_text_json_line(fill, line, len);
 }
+
+zf_status zf_vlen_dtype_utf8(const char *codec, const zf_chunk_repr *cur, bool *utf8,
+                             zf_err *err)
+{
+    if (cur->dtype.kind == 'O' && strcmp(cur->dtype.unit, "string") == 0)
+        *utf8 = true;
+    else if (cur->dtype.kind == 'O' && strcmp(cur->dtype.unit, "bytes") == 0)
+        *utf8 = false;
+    else
+        return zf_fail(err, ZF_ERR_UNSUPPORTED,
+                       "%s: serves the data types string and bytes only (this one is not known "
+                       "as either)", codec);
+    return ZF_OK;
+}

@@ -25,10 +25,15 @@
  * compressors, shuffle and the checksums (with fletcher32 and jenkins_lookup3) bytes -> bytes
  * codecs; categorize (a -> a) and base64 (b -> b) are accepted by their nature although
  * numcodecs.zarr3 does not list them. Also zarrs' "bitround" (its own rounding rules,
- * bitround.c), the zarr-extensions "reshape" and zarrs' "zarrs.squeeze" (reshape.c), zarrs'
- * "optional" (also "zarrs.optional"; optional.c) with the zarr-extensions "packbits" its masks
- * use (packbits_v3.c), and zarrs' URL aliases of bitround, numcodecs.fletcher32 and optional
- * (v3_aliases).
+ * bitround.c), the zarr-extensions "reshape" and zarrs' "zarrs.squeeze" (reshape.c), and zarrs'
+ * URL aliases of bitround, numcodecs.fletcher32 and optional (v3_aliases). The zarr-extensions
+ * "scale_offset" (array -> array; its encode_fill gives the fill value the codecs after it see,
+ * next_fill), "conditional" (bytes -> bytes, wrapping a list of bytes -> bytes codecs built
+ * here too: zf_chain_from_v3_bytes_at) and "n5_default" (array -> bytes, N5 blocks wrapping a
+ * list of its own: n5_default.c), zarrs' "zarrs.vlen" and "zarrs.vlen_v2" (array -> bytes
+ * for string and bytes arrays, also under their codec.zarrs.dev URLs), and zarrs' "optional"
+ * (also "zarrs.optional"; optional.c) with the zarr-extensions "packbits" its masks use
+ * (packbits_v3.c).
  *
  * The May 2022 draft (ZF_CODECS_DRAFT_2022), "Array metadata", "codecs": objects naming their
  * codec by URI, under "codec" (the key of the October 2020 draft's codec objects) or "type" (the
@@ -481,6 +486,8 @@ static const struct {
     {"https://codec.zarrs.dev/bytes_to_bytes/fletcher32", "numcodecs.fletcher32"},
     {"https://codec.zarrs.dev/array_to_bytes/vlen_utf8", "vlen-utf8"},
     {"https://codec.zarrs.dev/array_to_bytes/vlen_bytes", "vlen-bytes"},
+    {"https://codec.zarrs.dev/array_to_bytes/vlen", "zarrs.vlen"},
+    {"https://codec.zarrs.dev/array_to_bytes/vlen_v2", "zarrs.vlen_v2"},
     {"https://codec.zarrs.dev/array_to_bytes/optional", "optional"},
     {"zarrs.optional", "optional"},
 };
@@ -573,6 +580,12 @@ static bool kind_by_name(const entry *e, zf_codec_dialect dialect, zf_codec_kind
         {"zarrs.squeeze", ZF_CODEC_ARRAY_TO_ARRAY, false},
         {"vlen-utf8", ZF_CODEC_ARRAY_TO_BYTES, false},
         {"vlen-bytes", ZF_CODEC_ARRAY_TO_BYTES, false},
+        /* zarr-extensions scale_offset and conditional; zarrs' vlen codecs */
+        {"scale_offset", ZF_CODEC_ARRAY_TO_ARRAY, false},
+        {"conditional", ZF_CODEC_BYTES_TO_BYTES, false},
+        {"zarrs.vlen", ZF_CODEC_ARRAY_TO_BYTES, false},
+        {"zarrs.vlen_v2", ZF_CODEC_ARRAY_TO_BYTES, false},
+        {"n5_default", ZF_CODEC_ARRAY_TO_BYTES, false},
         {"optional", ZF_CODEC_ARRAY_TO_BYTES, false},
         {"packbits", ZF_CODEC_ARRAY_TO_BYTES, false},
     };
@@ -624,6 +637,8 @@ static zf_status build(const entry *e, zf_codec_dialect dialect, const zf_chunk_
         return crc32c_new(e->cfg, out, err);
     if (strcmp(id, "sharding_indexed") == 0)
         return zf_codec_sharding_new(e->cfg, cur, fill, depth, out, err);
+    if (strcmp(id, "n5_default") == 0)
+        return zf_codec_n5_default_new(e->cfg, cur, fill, depth, out, err);
     if (strcmp(id, "optional") == 0) /* zarrs' optional codec (optional.c) */
         return zf_codec_optional_new(e->cfg, cur, depth, out, err);
     if (strcmp(id, "packbits") == 0) /* zarr-extensions packbits (packbits_v3.c) */
@@ -638,6 +653,14 @@ static zf_status build(const entry *e, zf_codec_dialect dialect, const zf_chunk_
         zf_status st = zf_v3_check_keys(e->cfg, "vlen-bytes", none, err);
         return st != ZF_OK ? st : zf_codec_vlen_bytes_new(e->cfg, out, err);
     }
+    if (strcmp(id, "scale_offset") == 0)
+        return zf_codec_scale_offset_new(e->cfg, cur, out, err);
+    if (strcmp(id, "conditional") == 0)
+        return zf_codec_conditional_new(e->cfg, cur, depth, out, err);
+    if (strcmp(id, "zarrs.vlen") == 0)
+        return zf_codec_zarrs_vlen_new(e->cfg, cur, depth, out, err);
+    if (strcmp(id, "zarrs.vlen_v2") == 0)
+        return zf_codec_zarrs_vlen_v2_new(e->cfg, cur, out, err);
     return zf_fail(err, ZF_ERR_UNSUPPORTED, "codec \"%.200s\" is not supported", e->name);
 }
 
@@ -677,9 +700,36 @@ static zf_status add(zf_codec_chain *chain, zf_codec *c, zf_chunk_repr *cur, zf_
     return st;
 }
 
-zf_status zf_chain_from_v3_at(yajl_val codecs, zf_codec_dialect dialect,
-                              const zf_chunk_repr *decoded, const uint8_t *fill_value,
-                              unsigned depth, zf_codec_chain *out, zf_err *err)
+/* The fill value after codec c (just added, turning *before into its encoded representation
+ * *after): c's encode_fill of *fill (NULL: zero bytes) into *own (replaced; freed by the
+ * caller), or *fill unchanged for codecs without it. */
+static zf_status next_fill(const zf_codec *c, const zf_chunk_repr *before,
+                           const zf_chunk_repr *after, const uint8_t **fill, uint8_t **own,
+                           zf_err *err)
+{
+    if (!c->ops->encode_fill)
+        return ZF_OK;
+    size_t in_n = before->dtype.itemsize, out_n = after->dtype.itemsize;
+    uint8_t *zeros = *fill ? NULL : calloc(1, in_n ? in_n : 1);
+    uint8_t *o = malloc(out_n ? out_n : 1);
+    zf_status st = (*fill || zeros) && o ? c->ops->encode_fill(c, *fill ? *fill : zeros, o, err)
+                                         : ZF_ERR_NOMEM;
+    free(zeros);
+    if (st != ZF_OK) {
+        free(o);
+        return st;
+    }
+    free(*own);
+    *own = o;
+    *fill = o;
+    return ZF_OK;
+}
+
+/* zf_chain_from_v3_at; bytes_only: a list of bytes -> bytes codecs only (the conditional
+ * codec's), for a byte string `decoded`. */
+static zf_status from_list(yajl_val codecs, zf_codec_dialect dialect,
+                           const zf_chunk_repr *decoded, const uint8_t *fill_value,
+                           unsigned depth, bool bytes_only, zf_codec_chain *out, zf_err *err)
 {
     out->n = 0;
     out->codecs = NULL;
@@ -695,13 +745,19 @@ zf_status zf_chain_from_v3_at(yajl_val codecs, zf_codec_dialect dialect,
     zf_codec_kind stage = ZF_CODEC_ARRAY_TO_ARRAY; /* what the list may hold next, at least */
     const char *a2b = NULL;                        /* the array -> bytes codec's name */
     zf_status st = ZF_OK;
+    uint8_t *own_fill = NULL; /* the fill value after a codec with encode_fill */
+    zf_err fill_err = {""};   /* why it could not be transformed (then needed by none yet) */
+    if (bytes_only)
+        stage = ZF_CODEC_BYTES_TO_BYTES;
     for (size_t i = 0; i < n && st == ZF_OK; i++) {
         entry e;
         if ((st = parse_entry(codecs->u.array.values[i], dialect, i, &e, err)) != ZF_OK)
             break;
         if (!is_known(&e, dialect)) {
-            if (!e.must_understand)
-                continue; /* core "must_understand": may be ignored */
+            /* core "must_understand": may be ignored; not in a conditional codec's list, whose
+             * header bits count its codecs as written */
+            if (!e.must_understand && !bytes_only)
+                continue;
             st = zf_fail(err, ZF_ERR_UNSUPPORTED, "codec \"%.200s\" is not supported", e.name);
             break;
         }
@@ -719,25 +775,46 @@ zf_status zf_chain_from_v3_at(yajl_val codecs, zf_codec_dialect dialect,
         /* Check the order before building when the kind is known by name: a codec built for
          * the wrong representation would only give a confusing message. */
         zf_codec *c = NULL;
+        if (fill_err.msg[0] && e.id && strcmp(e.id, "sharding_indexed") == 0) {
+            st = zf_fail(err, ZF_ERR_INVALID, "%s (sharding_indexed fills empty inner chunks "
+                         "with it)", fill_err.msg);
+            break;
+        }
         if (!named) {
             if ((st = build(&e, dialect, &cur, fill_value, depth, &c, err)) != ZF_OK)
                 break;
             kind = c->ops->kind;
         }
-        st = check_order(kind, stage, e.name, a2b, err);
+        if (bytes_only && kind != ZF_CODEC_BYTES_TO_BYTES)
+            st = zf_fail(err, ZF_ERR_INVALID, "codecs: \"%.100s\" is not a bytes -> bytes codec",
+                         e.name);
+        else
+            st = check_order(kind, stage, e.name, a2b, err);
         if (st == ZF_OK && named)
             st = build(&e, dialect, &cur, fill_value, depth, &c, err);
         if (st != ZF_OK) {
             zf_codec_free(c);
             break;
         }
+        zf_chunk_repr before = cur;
         if ((st = add(out, c, &cur, err)) != ZF_OK)
             break;
+        /* A fill value the codec cannot encode matters only to a sharding codec after it (the
+         * elements of a stored chunk never take it): the error waits for one. */
+        if (!fill_err.msg[0] &&
+            (st = next_fill(c, &before, &cur, &fill_value, &own_fill, &fill_err)) != ZF_OK) {
+            if (st == ZF_ERR_NOMEM)
+                break;
+            if (!fill_err.msg[0])
+                snprintf(fill_err.msg, sizeof fill_err.msg, "%s: the fill value", e.name);
+            st = ZF_OK;
+        }
         if (kind == ZF_CODEC_ARRAY_TO_BYTES)
             a2b = e.name;
         if (kind != ZF_CODEC_ARRAY_TO_ARRAY)
             stage = ZF_CODEC_BYTES_TO_BYTES;
     }
+    free(own_fill);
     if (st == ZF_OK && stage == ZF_CODEC_ARRAY_TO_ARRAY) {
         if (dialect == ZF_CODECS_DRAFT_2022) {
             zf_codec *b;
@@ -751,6 +828,19 @@ zf_status zf_chain_from_v3_at(yajl_val codecs, zf_codec_dialect dialect,
     if (st != ZF_OK)
         zf_chain_clear(out);
     return st;
+}
+
+zf_status zf_chain_from_v3_at(yajl_val codecs, zf_codec_dialect dialect,
+                              const zf_chunk_repr *decoded, const uint8_t *fill_value,
+                              unsigned depth, zf_codec_chain *out, zf_err *err)
+{
+    return from_list(codecs, dialect, decoded, fill_value, depth, false, out, err);
+}
+
+zf_status zf_chain_from_v3_bytes_at(yajl_val codecs, const zf_chunk_repr *decoded,
+                                    unsigned depth, zf_codec_chain *out, zf_err *err)
+{
+    return from_list(codecs, ZF_CODECS_V3, decoded, NULL, depth, true, out, err);
 }
 
 zf_status zf_chain_from_v3(yajl_val codecs, zf_codec_dialect dialect,

@@ -210,6 +210,10 @@ zf_status zf_meta_v3_finish(const char *key, zf_node_meta *m, const zf_v3_dtype 
             return zf_meta_unsupported(m, "%s: \"data_type\": \"%s\" is not a type of this "
                                        "dialect", key, t->name);
         zf_chunk_repr dec = zf_meta_chunk_repr(a);
+        /* Which kind of elements, for codecs that serve both (zarrs.vlen, zarrs.vlen_v2:
+         * zf_vlen_dtype_utf8). */
+        bool text = strcmp(t->name, "string") == 0 || strcmp(t->name, "variable_length_utf8") == 0;
+        snprintf(dec.dtype.unit, sizeof dec.dtype.unit, "%s", text ? "string" : "bytes");
         zf_err cerr = {""};
         st = zf_chain_from_v3(codecs, dialect, &dec, NULL, &a->chain, &cerr);
         const char *cm = strncmp(cerr.msg, "codecs: ", 8) ? cerr.msg : cerr.msg + 8;

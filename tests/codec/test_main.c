@@ -2,8 +2,9 @@
  * malformed and hostile input (test_negative.c), transpose, chain and checksums
  * (test_transpose.c), Zarr v3 codec lists and sharding (test_v3.c), encoding (test_encode.c,
  * test_encode_v3.c), and the codecs and chains of "Read every variant that real writers
- * produce" (test_variants.c), zarrs' optional codec and the zarr-extensions packbits codec
- * (test_optional.c).
+ * produce" (test_variants.c), the registry's scale_offset and conditional codecs and zarrs'
+ * vlen codecs (test_registry.c), and zarrs' optional codec with the zarr-extensions packbits
+ * codec (test_optional.c).
  *
  * Before the suites run, numcodecs_expected.py (next to this file) is run with a Python that has
  * numcodecs — $ZARRFS_NUMCODECS_PYTHON, default /usr/bin/python3 — to write numcodecs' own
@@ -99,6 +100,7 @@ int main(void)
     srunner_add_suite(sr, codec_encode_suite());
     srunner_add_suite(sr, codec_encode_v3_suite());
     srunner_add_suite(sr, codec_variant_suite());
+    srunner_add_suite(sr, codec_registry_suite());
     srunner_add_suite(sr, codec_optional_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -65,6 +65,7 @@ Suite *codec_v3_suite(void);
 Suite *codec_encode_suite(void);
 Suite *codec_encode_v3_suite(void);
 Suite *codec_variant_suite(void);
+Suite *codec_registry_suite(void);
 Suite *codec_optional_suite(void);
 
 #endif

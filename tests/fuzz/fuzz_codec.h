@@ -51,7 +51,8 @@ static bool fz_codec_input_parse(const uint8_t *data, size_t size, fz_codec_inpu
     return ok;
 }
 
-/* Codecs whose decode(encode(x)) legitimately differs from x (numcodecs' lossy filters, a
+/* Codecs whose decode(encode(x)) legitimately differs from x (numcodecs' lossy filters,
+ * scale_offset's floating-point rounding, a
  * float delta's rounding, categorize's unknown values, packbits of other than booleans), looked for in nested shards too; and
  * any chain whose configuration has an "astype" (a delta computed in a narrower type wraps) or a
  * delta with a float, complex or boolean dtype of its own (fz_codec_run). */
@@ -60,7 +61,7 @@ static bool fz_chain_is_lossy(const zf_codec_chain *chain, const zf_chunk_repr *
     static const char *const lossy[] = {"quantize", "bitround", "fixedscaleoffset", "astype",
                                         "categorize", "numcodecs.quantize", "numcodecs.bitround",
                                         "numcodecs.fixedscaleoffset", "numcodecs.astype",
-                                        "numcodecs.categorize"};
+                                        "numcodecs.categorize", "scale_offset"};
     for (size_t i = 0; i < chain->n; i++) {
         const zf_codec *c = chain->codecs[i];
         const char *name = c->ops->name;

@@ -205,6 +205,76 @@ def codec_v3_seeds(doc, node, files):
                 break
 
 
+def registry_codec_seeds():
+    """codec_v3 inputs for the zarr-extensions scale_offset and conditional codecs and zarrs'
+    zarrs.vlen / zarrs.vlen_v2, laid out here from the registry documents and zarrs' vlen.rs
+    (docs/formats.md); numcodecs' Zstd and Shuffle, Python's gzip."""
+    import gzip
+    import numcodecs
+    for data in registry_codec_inputs(numcodecs, gzip):
+        put("codec_v3", data)
+
+
+def registry_codec_inputs(numcodecs, gzip):
+    le = {"name": "bytes", "configuration": {"endian": "little"}}
+
+    def one(dtype, shape, fill, codecs, chunk):
+        return ("%s %s %s\n" % (dtype, shape, compact(fill))).encode() + \
+            compact(codecs).encode() + b"\0" + chunk
+
+    def so(**cfg):
+        return {"name": "scale_offset", "configuration": cfg}
+
+    out = []
+    f32 = np.linspace(-3, 3, 16).astype("<f4")
+    out.append(one("float32", "16", 5, [so(offset=5, scale=0.1), le], f32.tobytes()))
+    out.append(one("float64", "8", "NaN", [so(offset=-10, scale="0x3fb999999999999a"), le],
+                   np.array([1, np.nan, 3, 1e308, 5, 6, 7, 8], "<f8").tobytes()))
+    out.append(one("int16", "8", 0, [so(offset=-1000, scale=3), le],
+                   (np.arange(8, dtype="<i2") * 3).tobytes()))
+    out.append(one("uint8", "8", 7, [so(offset=10, scale=2), le], bytes(range(0, 16, 2))))
+    shard = {"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [4], "codecs": [le], "index_codecs": [le], "index_location": "end"}}
+    out.append(one("int32", "8", 7, [so(offset=5, scale=2), shard],
+                   np.array([0, 2, 4, 6], "<i4").tobytes() +
+                   struct.pack("<4Q", 0, 16, 2 ** 64 - 1, 2 ** 64 - 1)))
+    zs = {"name": "zstd", "configuration": {"level": 1}}
+    cond = {"name": "conditional", "configuration": {"codecs": [
+        {"name": "numcodecs.shuffle", "configuration": {"elementsize": 4}}, zs]}}
+    a = (np.arange(64, dtype="<i4") // 3).tobytes()
+    shuf = bytes(numcodecs.Shuffle(elementsize=4).encode(a))
+    for mask, body in ((0, a), (1, shuf), (2, bytes(numcodecs.Zstd(level=1).encode(a))),
+                       (3, bytes(numcodecs.Zstd(level=1).encode(shuf)))):
+        out.append(one("int32", "64", 0, [le, cond], bytes([mask]) + body))
+    g16 = {"name": "conditional", "configuration": {
+        "codecs": [{"name": "gzip", "configuration": {"level": 1}}], "header_bits": 16}}
+    out.append(one("uint16", "32", 0, [le, g16],
+                   b"\x01\x00" + gzip.compress(np.arange(32, dtype="<u2").tobytes(), 1, mtime=0)))
+    out.append(one("uint8", "32", 0, [le, {"name": "gzip"}, g16],
+                   b"\x00\x00" + gzip.compress(bytes(32), 1, mtime=0)))
+    items = [b"a", b"", b"caf\xc3\xa9", b"tab\tx", b"\xff\x00"]
+    for dtype, index64, loc in (("string", False, "end"), ("bytes", True, "start"),
+                                ("bytes", False, None)):
+        its = items if dtype == "bytes" else items[:4] + [b"ok"]  # strings: valid UTF-8
+        offs = np.cumsum([0] + [len(b) for b in its])
+        index = offs.astype("<u8" if index64 else "<u4").tobytes()
+        data = b"".join(its)
+        n = struct.pack("<Q", len(index))
+        chunk = data + index + n if loc == "end" else n + index + data
+        cfg = {"index_codecs": [le], "data_codecs": [{"name": "bytes"}],
+               "index_data_type": "uint64" if index64 else "uint32"}
+        if loc:
+            cfg["index_location"] = loc
+        out.append(one(dtype, "5", "" if dtype == "string" else [],
+                       [{"name": "zarrs.vlen", "configuration": cfg}], chunk))
+    v2 = struct.pack("<I", 3) + b"".join(struct.pack("<I", len(b)) + b for b in items[:3])
+    out.append(one("string", "3", "", [{"name": "zarrs.vlen_v2"}, zs],
+                   bytes(numcodecs.Zstd(level=1).encode(v2))))
+    out.append(one("bytes", "3", [1, 2], [{"name": "https://codec.zarrs.dev/array_to_bytes/"
+                                           "vlen_v2"}], v2))
+    return out
+
+
 def put_image(entries):
     put("hierarchy", SEP.join(k.encode() + b"\n" + v for k, v in entries.items()))
 
@@ -384,6 +454,29 @@ def shard_seeds():
 
 
 # ---- remote listings, URLs, keys -------------------------------------------------------------
+
+def n5_seeds():
+    """codec_v3 seeds of the n5_default codec (zarr-extensions codecs/n5_default): N5 blocks
+    (header: mode, ndim, dims as big-endian u16, u16, u32s; then big-endian elements, F order
+    over the dims) raw and gzip'ed, whole and truncated."""
+    import gzip
+    import struct
+    for dims, block, comp in (((6, 4), (6, 4), None), ((6, 4), (5, 3), None),
+                              ((6, 4), (6, 4), "gzip"), ((3, 2, 2), (2, 2, 1), "gzip")):
+        codecs = [{"name": "transpose", "configuration": {"order": list(range(len(dims)))[::-1]}},
+                  {"name": "bytes", "configuration": {"endian": "big"}}]
+        n = 1
+        for d in block:
+            n *= d
+        data = b"".join(struct.pack(">i", i * 7 - 11) for i in range(n))
+        if comp:
+            codecs.append({"name": "gzip", "configuration": {"level": 1}})
+            data = gzip.compress(data, mtime=0)
+        head = struct.pack(">HH", 0, len(block)) + b"".join(struct.pack(">I", d) for d in block)
+        cfg = [{"name": "n5_default", "configuration": {"codecs": codecs}}]
+        put("codec_v3", ("int32 %s 0\n" % ",".join(map(str, dims))).encode() +
+            compact(cfg).encode() + b"\0" + head + data)
+
 
 def listing_seeds(keys):
     names = sorted({k.split("/", 1)[0] + ("/" if "/" in k else "") for k in keys})
@@ -577,7 +670,9 @@ def main():
         v3_tree(t)
     numcodecs_seeds(os.path.join(td, "numcodecs-fixture"))
     object_codec_seeds()
+    registry_codec_seeds()
     shard_seeds()
+    n5_seeds()
     optional_seeds()
     keys = []
     for t in v2_trees[:2] + v3_trees:
