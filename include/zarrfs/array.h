@@ -116,6 +116,15 @@ bool zf_array_text_size(zf_array *a, uint64_t *size);
 /* True for an array read as text. */
 bool zf_array_is_text(const zf_array *a);
 
+/* --- the mask view: arrays of zarrs' optional data types (zf_array_meta.optional_levels) ---
+ * Their flat view holds the innermost type's values, zero where an element is missing; the
+ * mask view is one byte per element in the same C order, product(shape) bytes: the number of
+ * optional levels present (0: missing; for optional(T) 1: valid). Both read the same cached
+ * chunks (one decode serves both). The mask view is a zf_array of its own for reading
+ * (zf_array_read, zf_array_read_view, zf_array_nbytes), owned by a: valid while a is, never
+ * closed or written by the caller. NULL for every other array. */
+zf_array *zf_array_mask(zf_array *a);
+
 /* Close an array; its dirty chunks must have been flushed (zf_array_flush). */
 void zf_array_close(zf_array *a);
 

@@ -230,6 +230,14 @@ bool zf_codec_sharding(const zf_codec *c, zf_sharding *out);
 zf_status zf_sharding_decode_index(const zf_codec *c, const uint8_t *in, size_t in_len,
                                    uint64_t shard_len, uint64_t *out, zf_err *err);
 
+/* zarrs' "optional" codec (array -> bytes, for zarrs' optional data types; src/codec/optional.c):
+ * the number of optional levels c decodes (1 for optional(T), 2 for optional(optional(T)), ...),
+ * 0 when c is not an optional codec. A chunk it decodes is n * itemsize bytes of data (the
+ * innermost type; zero where missing) followed by n bytes of validity depth (0: missing, up to
+ * the level count: present at every level), for n elements; its `decoded` representation says
+ * so with nbytes = n * (itemsize + 1). */
+unsigned zf_codec_optional_levels(const zf_codec *c);
+
 void zf_codec_free(zf_codec *c);
 
 /* Append a codec (ownership passes to the chain on success; on failure the caller still owns

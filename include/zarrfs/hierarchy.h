@@ -104,8 +104,12 @@ enum {
     ZF_SIDECAR_TIFF = 1u << 4,
     ZF_SIDECAR_NC = 1u << 5, /* of a group: GROUP.nc beside it; the root's STORE.nc */
     ZF_SIDECAR_ALL = 0x3fu,
+    /* Not an -o sidecars choice: NAME.mask, the validity mask of an array of zarrs' optional
+     * data type (one byte per element, zf_array_mask), is part of its data, so a Zarr v3
+     * hierarchy always has this kind on (zf_hierarchy_open). */
+    ZF_SIDECAR_MASK = 1u << 6,
 };
-#define ZF_SIDECAR_KINDS 6 /* how many kinds there are */
+#define ZF_SIDECAR_KINDS 7 /* how many kinds there are */
 /* Parse "envi,mhd,nhdr,npy,tif,nc" (any subset; "hdr" is "envi", "tiff" is "tif") into ZF_SIDECAR_* bits. False on an
  * unknown name. */
 bool zf_sidecars_parse(const char *list, unsigned *bits);

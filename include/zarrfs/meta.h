@@ -52,6 +52,13 @@ typedef struct zf_array_meta {
     char *dimension_names_json;   /* JSON list, or NULL when the node has none */
     bool dimension_separator_given; /* v2: .zarray had "dimension_separator" */
     bool variable_length;         /* the data type has object (variable-length) elements */
+    /* zarrs' optional data type (final v3): levels of optional around dtype (0: not optional;
+     * 2 for optional(optional(T))). dtype, dtype_typestr and fill_value are the innermost type's
+     * (the array's file holds those values, zero where missing); its chunks decode to data
+     * followed by one validity-depth byte per element (codec.h zf_codec_optional_levels), and
+     * mask_fill is the fill value's depth (0 for null, 1 for [x], ...). */
+    unsigned optional_levels;
+    uint8_t mask_fill;
     /* Variable-length arrays read as text (chain is a text chain, zf_chain_is_text; codec.h
      * "variable-length elements as text"): the line an element equal to the fill value reads
      * as, escaped and '\n'-terminated, text_fill_len bytes. NULL for every other array. */
@@ -151,6 +158,11 @@ zf_status zf_meta_parse_draft_group(zf_format format, const char *key, const cha
 /* True when the array is one of variable-length elements that reads as text (text_fill set):
  * its file is one line per element, its size known only once read (docs/formats.md). */
 bool zf_array_meta_is_text(const zf_array_meta *a);
+
+/* True when the array's file is read-only whatever the mount allows: text of variable-length
+ * elements, and arrays of zarrs' optional data types (their file cannot say which elements are
+ * missing; docs/formats.md). Opening it for writing is EACCES on a -o rw mount. */
+bool zf_array_meta_read_only(const zf_array_meta *a);
 
 /* The bytes of an array's flat file, product(shape) * itemsize, when its shape and a
  * fixed-size data type are known: true also for an array zarrfs cannot decode (an unknown

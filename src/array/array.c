@@ -429,6 +429,30 @@ static zf_status load_inner(zf_array *a, const char *key, const uint64_t *cc, vo
     return decode_chunk(a, what, &raw, data, size, err);
 }
 
+/* The mask view of optional array a (opened, not yet published): a copy of a reading the
+ * validity-depth bytes that follow the data in each decoded chunk, one byte per element. */
+static zf_status open_mask_view(zf_array *a)
+{
+    zf_array *m = malloc(sizeof *m);
+    if (!m)
+        return ZF_ERR_NOMEM;
+    memcpy(m, a, sizeof *m); /* the same store, cache id, chain and grid */
+    if (!(m->prefix = strdup(a->prefix))) {
+        free(m);
+        return ZF_ERR_NOMEM;
+    }
+    m->itemsize = 1;
+    m->plane_off = (size_t)zf_array_meta_chunk_elems(a->meta) * a->itemsize;
+    m->nbytes = zf_grid_nelems(&a->grid);
+    m->fill = &a->meta->mask_fill;
+    m->fill_is_zero = a->meta->mask_fill == 0;
+    m->mask = NULL;
+    a->mask = m;
+    return ZF_OK;
+}
+
+zf_array *zf_array_mask(zf_array *a) { return a->mask; }
+
 zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta *meta,
                         zf_cache *cache, zf_pool *pool, uint64_t array_id, zf_array **out,
                         zf_err *err)
@@ -445,7 +469,10 @@ zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta
     a->id = array_id;
     a->readahead = 1;
     a->itemsize = meta->dtype.itemsize;
-    a->chunk_nbytes = (size_t)(zf_array_meta_chunk_elems(meta) * a->itemsize);
+    /* (optional data types: the data, then a validity-depth byte per element) */
+    a->chunk_nbytes = (size_t)(zf_array_meta_chunk_elems(meta) *
+                               (a->itemsize + (meta->optional_levels ? 1 : 0)));
+    a->fill = meta->fill_value;
     a->decoded = (zf_chunk_repr){.ndim = meta->ndim, .dtype = meta->dtype,
                                  .nbytes = a->chunk_nbytes};
     memcpy(a->decoded.shape, meta->chunks, sizeof(uint64_t) * meta->ndim);
@@ -505,6 +532,10 @@ zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta
         zf_log_warn("%s: one band of chunks is %llu bytes, more than the chunk cache (%zu bytes):"
                     " sequential reads will decode chunks repeatedly; raise -o cache_size",
                     prefix[0] ? prefix : "/", (unsigned long long)band, zf_cache_capacity(cache));
+    if (meta->optional_levels && open_mask_view(a) != ZF_OK) {
+        zf_array_close(a);
+        return ZF_ERR_NOMEM;
+    }
     *out = a;
     return ZF_OK;
 }
@@ -526,6 +557,10 @@ void zf_array_close(zf_array *a)
         pthread_rwlock_destroy(&a->shard_rw);
     }
     zf_array_text_free(a);
+    if (a->mask) {
+        free(a->mask->prefix);
+        free(a->mask);
+    }
     free(a->prefix);
     free(a);
 }
@@ -724,11 +759,11 @@ static zf_status copy_run(void *ctx, const zf_run *run)
         zf_cache_entry_lock(e);
     const uint8_t *data = zf_cache_entry_data(e);
     if (data)
-        memcpy(dst, data + run->in_chunk * isz + (rb - run->elem * isz), n);
+        memcpy(dst, data + a->plane_off + run->in_chunk * isz + (rb - run->elem * isz), n);
     else if (a->fill_is_zero)
         memset(dst, 0, n);
     else
-        zf_array_fill_pattern(dst, rb, n, a->meta->fill_value, isz);
+        zf_array_fill_pattern(dst, rb, n, a->fill, isz);
     if (a->writable)
         zf_cache_entry_unlock(e);
     return ZF_OK;
@@ -823,7 +858,8 @@ static zf_status view_run(void *ctx, const zf_run *run)
     }
     const uint8_t *data = zf_cache_entry_data(e);
     if (data)
-        return view_piece(v, data + run->in_chunk * isz + (rb - run->elem * isz), n);
+        return view_piece(v, data + a->plane_off + run->in_chunk * isz + (rb - run->elem * isz),
+                          n);
     if (!a->fill_is_zero)
         return ZF_ERR_UNSUPPORTED;
     for (size_t done = 0; done < n;) {

@@ -40,6 +40,13 @@ struct zf_array {
     unsigned nlevels;            /* sharding levels read by byte range (0: not sharded) */
     shard_level levels[MAX_SHARD_LEVELS];
     bool fill_is_zero;
+    /* Views over part of each decoded chunk (zarrs' optional data types: a chunk decodes to its
+     * data, then one validity-depth byte per element): the array's own view starts at byte 0 of
+     * a chunk; its mask view (zf_array_mask) is a second zf_array over the same cached chunks
+     * (same id, same loader), of one-byte elements starting plane_off bytes in. */
+    size_t plane_off;      /* where this view's elements start in a decoded chunk */
+    const uint8_t *fill;   /* this view's fill value, itemsize bytes */
+    struct zf_array *mask; /* the mask view of an optional array (owned by it), else NULL */
     uint64_t band_chunks;  /* chunks per band: product of grid[1..] */
     uint64_t band_elems;   /* elements of the flat view per band: chunks[0] * product(shape[1..]) */
     uint64_t band_bytes;   /* decoded bytes of one band (saturated) */

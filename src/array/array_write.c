@@ -30,6 +30,8 @@ zf_status zf_array_enable_write(zf_array *a, bool write_empty_chunks, zf_err *er
         return ZF_OK;
     if (a->text)
         return zf_fail(err, ZF_ERR_PERMISSION, "arrays of variable-length elements are read-only");
+    if (a->meta->optional_levels)
+        return zf_fail(err, ZF_ERR_PERMISSION, "arrays of optional data types are read-only");
     if (!zf_store_is_writable(a->store))
         return zf_fail(err, ZF_ERR_READONLY, "%s: this store is read-only", a->store->url);
     if (a->nlevels > 1)

@@ -394,6 +394,13 @@ zf_status zf_codec_zarrs_vlen_v2_new(yajl_val cfg, const zf_chunk_repr *decoded,
  * ZF_ERR_UNSUPPORTED naming `codec` when the representation says neither. */
 zf_status zf_vlen_dtype_utf8(const char *codec, const zf_chunk_repr *cur, bool *utf8,
                              zf_err *err);
+/* zarrs' "optional" codec (optional.c) for chunks of representation `decoded` (data then one
+ * validity-depth byte per element: n * (itemsize + 1) bytes), its mask and data chains built at
+ * depth + 1; and whether a v3 codec name is one of its names ("optional", "zarrs.optional",
+ * zarrs' URL). */
+zf_status zf_codec_optional_new(yajl_val cfg, const zf_chunk_repr *decoded, unsigned depth,
+                                zf_codec **out, zf_err *err);
+bool zf_codec_optional_name(const char *name);
 
 /* The checksum codecs' encode: the payload with its checksum before or after it. */
 zf_status zf_checksum_encode(const zf_codec *c, const zf_chunk_repr *decoded, const uint8_t *in,

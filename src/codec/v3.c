@@ -38,6 +38,8 @@
  * array, cast_value.c; like scale_offset it gives the codecs after it its cast fill value).
  * numcodecs' array -> array filters and zarrs' bitround know only NumPy's types: on the
  * registry's other types (zf_dtype.ext) they are ZF_ERR_UNSUPPORTED.
+ * zarrs' "optional" (also "zarrs.optional" and its URL; optional.c) wraps mask and data
+ * lists of its own; its masks use the registry's packbits.
  *
  * The May 2022 draft (ZF_CODECS_DRAFT_2022), "Array metadata", "codecs": objects naming their
  * codec by URI, under "codec" (the key of the October 2020 draft's codec objects) or "type" (the
@@ -496,6 +498,8 @@ static const struct {
     {"https://codec.zarrs.dev/array_to_bytes/zfp", "zfp"},
     {"https://codec.zarrs.dev/array_to_bytes/zfpy", "numcodecs.zfpy"},
     {"https://codec.zarrs.dev/array_to_bytes/pcodec", "numcodecs.pcodec"},
+    {"https://codec.zarrs.dev/array_to_bytes/optional", "optional"},
+    {"zarrs.optional", "optional"},
 };
 
 /* e->id for a v3 name: the name, or the name it is an alias of. */
@@ -595,6 +599,7 @@ static bool kind_by_name(const entry *e, zf_codec_dialect dialect, zf_codec_kind
         {"zfp", ZF_CODEC_ARRAY_TO_BYTES, false},
         {"packbits", ZF_CODEC_ARRAY_TO_BYTES, false},
         {"cast_value", ZF_CODEC_ARRAY_TO_ARRAY, false},
+        {"optional", ZF_CODEC_ARRAY_TO_BYTES, false},
     };
     if (!e->id)
         return false;
@@ -665,6 +670,8 @@ static zf_status build(const entry *e, zf_codec_dialect dialect, const zf_chunk_
         return zf_codec_sharding_new(e->cfg, cur, fill, depth, out, err);
     if (strcmp(id, "n5_default") == 0)
         return zf_codec_n5_default_new(e->cfg, cur, fill, depth, out, err);
+    if (strcmp(id, "optional") == 0) /* zarrs' optional codec (optional.c) */
+        return zf_codec_optional_new(e->cfg, cur, depth, out, err);
     if (strcmp(id, "vlen-utf8") == 0) { /* zarr-extensions "vlen-utf8": no configuration */
         static const char *const none[] = {NULL};
         zf_status st = zf_v3_check_keys(e->cfg, "vlen-utf8", none, err);

@@ -82,8 +82,9 @@ static void node_attr(const zf_fs *fs, zf_node *n, struct stat *st, bool rw)
 {
     memset(st, 0, sizeof *st);
     st->st_ino = n->id;
-    /* files derived from an array, and text files of variable-length elements: read-only */
-    owner_attr(fs, n->is_dir, rw && !n->derived && !zf_array_meta_is_text(&n->meta.array), st);
+    /* files derived from an array, text files of variable-length elements, optional arrays:
+     * read-only */
+    owner_attr(fs, n->is_dir, rw && !n->derived && !zf_array_meta_read_only(&n->meta.array), st);
     st->st_nlink = n->is_dir ? 2 : 1;
     uint64_t size;
     zf_hierarchy_node_stat(n, &size, &st->st_mtim); /* (changes may be replacing them) */
@@ -582,8 +583,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fuse_reply_open(req, fi);
         return;
     }
-    if (write && !n->pending && zf_array_meta_is_text(&n->meta.array)) {
-        fuse_reply_err(req, FS(req)->rw ? EACCES : EROFS); /* text of variable-length elements */
+    if (write && !n->pending && zf_array_meta_read_only(&n->meta.array)) {
+        fuse_reply_err(req, FS(req)->rw ? EACCES : EROFS); /* text; optional arrays */
         return;
     }
     if (write && refuse_readonly(req))
@@ -760,8 +761,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
     if (refuse_readonly(req))
         return;
     if ((to_set & FUSE_SET_ATTR_SIZE) && !n->pending && !n->is_dir &&
-        zf_array_meta_is_text(&n->meta.array)) {
-        zf_log_info("%s: truncate: text of variable-length elements is read-only", n->path);
+        zf_array_meta_read_only(&n->meta.array)) {
+        zf_log_info("%s: truncate: a read-only array (text or optional elements)", n->path);
         fuse_reply_err(req, EACCES); /* as open for writing */
         return;
     }

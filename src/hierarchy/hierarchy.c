@@ -1366,6 +1366,8 @@ zf_status zf_hierarchy_open(zf_store *store, const char *store_name,
     bool root_is_array = false;
     if ((st = detect(h, &root_is_array, err)) != ZF_OK)
         goto fail;
+    if (h->format == ZF_FORMAT_V3) /* masks of optional arrays are listed with their arrays */
+        h->sidecars |= ZF_SIDECAR_MASK;
 
     zf_node *root;
     if (root_is_array) { /* the root is an array: a directory holding one file */

@@ -176,8 +176,9 @@ static const kind_info KINDS[] = {
     {ZF_SIDECAR_ENVI, ".hdr"}, {ZF_SIDECAR_MHD, ".mhd"},
     {ZF_SIDECAR_NHDR, ".nhdr"}, {ZF_SIDECAR_NPY, ".npy"}, {ZF_SIDECAR_TIFF, ".tif"},
     {ZF_SIDECAR_NC, ".nc"}, /* of a group, not of an array */
+    {ZF_SIDECAR_MASK, ".mask"}, /* of an optional array: its validity mask */
 };
-#define ARRAY_KINDS (ZF_SIDECAR_ALL & ~ZF_SIDECAR_NC)
+#define ARRAY_KINDS ((ZF_SIDECAR_ALL | ZF_SIDECAR_MASK) & ~ZF_SIDECAR_NC)
 #define NKINDS (sizeof KINDS / sizeof KINDS[0])
 _Static_assert(NKINDS == ZF_SIDECAR_KINDS, "ZF_SIDECAR_KINDS in hierarchy.h");
 
@@ -596,6 +597,10 @@ static zf_status make_header(unsigned bit, const char *name, const zf_array_meta
         return make_npy(a, b, why);
     if (bit == ZF_SIDECAR_TIFF)
         return make_tiff(name, a, g, b, why);
+    if (bit == ZF_SIDECAR_MASK) { /* no header: the mask view's bytes, from the start */
+        *why = "not an array of an optional data type";
+        return a->optional_levels ? ZF_OK : ZF_ERR_NOT_FOUND;
+    }
     char order, kind;
     unsigned size;
     if (!plain_type(a, &order, &kind, &size)) {
@@ -694,6 +699,26 @@ static bool servable(const zf_node *n)
 {
     return n && !n->is_dir && !n->pending && !n->derived && n->meta.unsupported == ZF_OK &&
            !n->meta.array.variable_length;
+}
+
+/* The bytes of derived node n after its header, its array being base_size bytes: the array's
+ * (.npy, .tif), its mask's (one byte per element), or none. */
+static uint64_t appended_size(const zf_node *n, const zf_node *base, uint64_t base_size)
+{
+    if (!n->dappend_data)
+        return 0;
+    size_t isz = base->meta.array.dtype.itemsize;
+    return n->dkind == ZF_SIDECAR_MASK ? (isz ? base_size / isz : 0) : base_size;
+}
+
+/* The array whose bytes follow derived node n's header: its base array's flat view, or for a
+ * mask that array's mask view. */
+static zf_status appended_array(zf_hierarchy *h, zf_node *n, zf_array **a, zf_err *err)
+{
+    zf_status st = zf_hierarchy_array(h, n->base, a, err);
+    if (st == ZF_OK && n->dkind == ZF_SIDECAR_MASK && !(*a = zf_array_mask(*a)))
+        return zf_fail(err, ZF_ERR_INVALID, "%s: the array has no mask", n->path);
+    return st;
 }
 
 /* A new derived node at path from base (its metadata's format, mtime now), of kind `kind`, made
@@ -822,9 +847,10 @@ zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, bool entry, zf_
     }
     n->dhdr = b.s;
     n->dhdr_len = b.len;
-    n->dappend_data = k->bit == ZF_SIDECAR_NPY || k->bit == ZF_SIDECAR_TIFF;
+    n->dappend_data = k->bit == ZF_SIDECAR_NPY || k->bit == ZF_SIDECAR_TIFF ||
+                      k->bit == ZF_SIDECAR_MASK;
     n->dbase_size = base_size;
-    n->size = b.len + (n->dappend_data ? base_size : 0);
+    n->size = b.len + appended_size(n, base, base_size);
     n->mtime = base_mtime;
     return zf_h_publish(h, n, old, out); /* old: made for an older version of the array */
 }
@@ -931,7 +957,7 @@ void zf_h_sidecar_refresh(zf_hierarchy *h, zf_node *n)
             n->dhdr = b.s;
             n->dhdr_len = b.len;
             n->dbase_size = base->size;
-            n->size = b.len + (n->dappend_data ? base->size : 0);
+            n->size = b.len + appended_size(n, base, base->size);
             n->mtime = base->mtime;
         } else {
             free(b.s);
@@ -1289,7 +1315,7 @@ zf_status zf_hierarchy_derived_data(zf_hierarchy *h, zf_node *node, uint64_t off
     if (off < hlen)
         return ZF_ERR_NOT_FOUND;
     *array_off = off - hlen;
-    return zf_hierarchy_array(h, node->base, a, err);
+    return appended_array(h, node, a, err);
 }
 
 zf_status zf_hierarchy_read_derived(zf_hierarchy *h, zf_node *node, uint64_t off, void *buf,
@@ -1330,7 +1356,7 @@ zf_status zf_hierarchy_read_derived(zf_hierarchy *h, zf_node *node, uint64_t off
     pthread_mutex_unlock(&node->mu);
     if (done < len && node->dappend_data) {
         zf_array *a;
-        zf_status st = zf_hierarchy_array(h, node->base, &a, err);
+        zf_status st = appended_array(h, node, &a, err);
         if (st != ZF_OK)
             return st;
         size_t nread = 0;

@@ -339,6 +339,8 @@ zf_status zf_meta_v3_dtype(yajl_val v, zf_format format, zf_v3_dtype *out, zf_er
         return utf32_type(n, cfg, out, err);
     if (strcmp(n, "struct") == 0)
         return struct_type(v, cfg, out, err);
+    if (strcmp(n, "optional") == 0 || strcmp(n, "zarrs.optional") == 0)
+        return zf_meta_v3_optional_dtype(n, cfg, format, out, err);
     return named(n, out, err);
 }
 
@@ -510,4 +512,61 @@ zf_status zf_meta_v3_fill_value(yajl_val v, const zf_v3_dtype *t, zf_format form
         return ZF_OK;
     }
     return bad(err, t, "unsupported data type");
+}
+
+/* ----- zarrs' optional data type ----- */
+
+#define MAX_OPTIONAL_LEVELS 8
+
+zf_status zf_meta_v3_optional_dtype(const char *name, yajl_val cfg, zf_format format,
+                                    zf_v3_dtype *out, zf_err *err)
+{
+    unsigned levels = 1;
+    /* The configuration is the inner data type's object: unwrap nested optionals here (not by
+     * recursion, so that a hostile document cannot nest deeply). */
+    while (cfg && YAJL_IS_STRING(zf_json_get(cfg, "name")) &&
+           (strcmp(zf_json_get(cfg, "name")->u.string, "optional") == 0 ||
+            strcmp(zf_json_get(cfg, "name")->u.string, "zarrs.optional") == 0)) {
+        if (++levels > MAX_OPTIONAL_LEVELS)
+            return zf_fail(err, ZF_ERR_UNSUPPORTED,
+                           "data type \"%s\": more than %d nested optional levels", name,
+                           MAX_OPTIONAL_LEVELS);
+        cfg = zf_json_get(cfg, "configuration");
+    }
+    if (!YAJL_IS_OBJECT(cfg))
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "data type \"%s\": \"configuration\" must be the inner data type's "
+                       "object", name);
+    zf_status st = zf_meta_v3_dtype(cfg, format, out, err);
+    if (st != ZF_OK)
+        return st;
+    if (out->dt.kind == 'O' || out->dt.itemsize == 0)
+        return zf_fail(err, ZF_ERR_UNSUPPORTED,
+                       "data type \"%s\" of variable-length \"%s\" is not supported", name,
+                       out->name);
+    char inner[40];
+    snprintf(inner, sizeof inner, "%.39s", out->name);
+    snprintf(out->name, sizeof out->name, "%s %s", levels > 1 ? "nested optional" : "optional",
+             inner);
+    out->optional = levels;
+    return ZF_OK;
+}
+
+zf_status zf_meta_v3_optional_fill(yajl_val v, const zf_v3_dtype *t, zf_format format,
+                                   uint8_t *out, uint8_t *depth, zf_err *err)
+{
+    memset(out, 0, t->dt.itemsize);
+    for (unsigned level = 0; level < t->optional; level++) {
+        if (!v || YAJL_IS_NULL(v)) {
+            *depth = (uint8_t)level;
+            return ZF_OK;
+        }
+        if (!YAJL_IS_ARRAY(v) || v->u.array.len != 1)
+            return bad(err, t, "expected null or a list of one (inner) fill value");
+        v = v->u.array.values[0];
+    }
+    zf_v3_dtype inner = *t;
+    inner.optional = 0;
+    *depth = (uint8_t)t->optional;
+    return zf_meta_v3_fill_value(v, &inner, format, out, err);
 }

@@ -30,6 +30,11 @@ bool zf_array_meta_is_text(const zf_array_meta *a)
     return a->variable_length && a->text_fill;
 }
 
+bool zf_array_meta_read_only(const zf_array_meta *a)
+{
+    return zf_array_meta_is_text(a) || a->optional_levels > 0;
+}
+
 bool zf_array_meta_flat_size(const zf_array_meta *a, uint64_t *bytes)
 {
     if (!a->dtype_typestr || a->variable_length || a->dtype.kind == 'O')

@@ -74,6 +74,7 @@ typedef struct zf_v3_dtype {
     yajl_val fields;  /* "struct": its "fields" list (borrowed from the parsed document) */
     char *descr;      /* "struct": malloc'd user.zarr.dtype text (a NumPy descr as JSON, or the
                          data type's JSON when a field has no NumPy type); the caller frees */
+    unsigned optional; /* zarrs' optional data type: levels of optional around dt (0: none) */
 } zf_v3_dtype;
 
 /* The "data_type" value v of format ZF_FORMAT_V3 (v3 "data-types" and the zarr-extensions
@@ -88,6 +89,20 @@ zf_status zf_meta_v3_dtype(yajl_val v, zf_format format, zf_v3_dtype *out, zf_er
  * ZF_ERR_INVALID with err = `"fill_value": <what> for data type "<name>"`. */
 zf_status zf_meta_v3_fill_value(yajl_val v, const zf_v3_dtype *t, zf_format format, uint8_t *out,
                                 zf_err *err);
+
+/* zarrs' optional data type (dtype_v3.c): {"name": "optional" (or "zarrs.optional"),
+ * "configuration": <the inner data type, itself a name/configuration object>}, nested up to 8
+ * levels. *out is the innermost type with out->optional the levels (its typestr the innermost
+ * one: the flat file holds the inner values). Errors: as zf_meta_v3_dtype; variable-length inner
+ * types are ZF_ERR_UNSUPPORTED. */
+zf_status zf_meta_v3_optional_dtype(const char *name, yajl_val cfg, zf_format format,
+                                    zf_v3_dtype *out, zf_err *err);
+/* The fill value v of an optional type t (t->optional > 0; zarrs "Fill Value Encoding"): null
+ * is missing (depth 0, zero bytes), [x] one level present with x the next level's fill value,
+ * so that [[42]] is Some(Some(42)). out gets the innermost value (t->dt.itemsize bytes, zeros
+ * when missing), *depth the levels present. Errors: ZF_ERR_INVALID as zf_meta_v3_fill_value. */
+zf_status zf_meta_v3_optional_fill(yajl_val v, const zf_v3_dtype *t, zf_format format,
+                                   uint8_t *out, uint8_t *depth, zf_err *err);
 
 /* The "data_type" and "fill_value" members of an array document with named data types (final v3,
  * format ZF_FORMAT_V3, or the 2022 draft): a->dtype_json, a->dtype and a->dtype_typestr (*t

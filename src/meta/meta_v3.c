@@ -226,7 +226,11 @@ zf_status zf_meta_v3_finish(const char *key, zf_node_meta *m, const zf_v3_dtype 
         return zf_meta_text_finish(key, m, fill, err);
     }
     zf_err ferr = {""};
-    if ((st = zf_meta_v3_fill_value(fill, t, m->format, a->fill_value, &ferr)) != ZF_OK)
+    a->optional_levels = t->optional;
+    st = t->optional ? zf_meta_v3_optional_fill(fill, t, m->format, a->fill_value, &a->mask_fill,
+                                                &ferr)
+                     : zf_meta_v3_fill_value(fill, t, m->format, a->fill_value, &ferr);
+    if (st != ZF_OK)
         return st == ZF_ERR_NOMEM ? st : zf_fail(err, st, "%s: %s", key, ferr.msg);
 
     uint64_t cbytes;
@@ -234,6 +238,10 @@ zf_status zf_meta_v3_finish(const char *key, zf_node_meta *m, const zf_v3_dtype 
         return st;
     uint64_t exact;
     bool fits = exact_chunk_bytes(a, &exact);
+    if (fits && a->optional_levels) { /* and the validity depth of each element */
+        fits = !__builtin_add_overflow(exact, zf_array_meta_chunk_elems(a), &exact);
+        cbytes = exact; /* a decoded chunk holds both (checked against the limit below) */
+    }
     if (fits && exact > SIZE_MAX)
         fits = false;
     if (!fits)
@@ -258,6 +266,13 @@ zf_status zf_meta_v3_finish(const char *key, zf_node_meta *m, const zf_v3_dtype 
         return zf_meta_unsupported(m, "%s: \"codecs\": %s", key, cm);
     if (st != ZF_OK)
         return ZF_FIELD_FAIL(err, key, "codecs", "%s", cm[0] ? cm : zf_status_str(st));
+    if (a->optional_levels &&
+        (a->chain.n == 0 || zf_codec_optional_levels(a->chain.codecs[0]) != a->optional_levels)) {
+        zf_chain_clear(&a->chain); /* (another layout: the chain must decode the mask too) */
+        return zf_meta_unsupported(m, "%s: \"codecs\": data type \"%s\" needs zarrs' optional "
+                                   "codec, nested %u deep, as its first codec", key, t->name,
+                                   a->optional_levels);
+    }
     if (reverse) {
         if ((st = prepend_reversal(&a->chain, a->ndim, &cerr)) != ZF_OK)
             return st == ZF_ERR_NOMEM ? st

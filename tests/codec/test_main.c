@@ -4,7 +4,7 @@
  * test_encode_v3.c), and the codecs and chains of "Read every variant that real writers
  * produce" (test_variants.c), and the registry's scale_offset and conditional codecs and zarrs'
  * vlen codecs (test_registry.c), the zfp codecs (test_zfp.c), and the registry's data types, packbits
- * and cast_value (test_registry_types.c).
+ * and cast_value (test_registry_types.c), and zarrs' optional codec (test_optional.c).
  *
  * Before the suites run, numcodecs_expected.py (next to this file) is run with a Python that has
  * numcodecs — $ZARRFS_NUMCODECS_PYTHON, default /usr/bin/python3 — to write numcodecs' own
@@ -103,6 +103,7 @@ int main(void)
     srunner_add_suite(sr, codec_registry_suite());
     srunner_add_suite(sr, codec_zfp_suite());
     srunner_add_suite(sr, codec_registry_types_suite());
+    srunner_add_suite(sr, codec_optional_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -68,5 +68,6 @@ Suite *codec_variant_suite(void);
 Suite *codec_registry_suite(void);
 Suite *codec_zfp_suite(void);
 Suite *codec_registry_types_suite(void);
+Suite *codec_optional_suite(void);
 
 #endif

@@ -13,7 +13,7 @@
 #include "zarrfs/meta.h"
 
 typedef struct fz_codec_input {
-    char dtype[64], shape[256], extra[64]; /* shape: "1,2,3" (JSON list members) */
+    char dtype[192], shape[256], extra[64]; /* shape: "1,2,3" (JSON list members) */
     const uint8_t *codecs, *chunk;
     size_t codecs_n, chunk_n;
 } fz_codec_input;
@@ -138,8 +138,10 @@ static void fz_codec_run(const zf_node_meta *m, const fz_codec_input *in)
     uint64_t elems = zf_array_meta_chunk_elems(a);
     if (a->dtype.itemsize == 0 || elems > FZ_MAX_CHUNK / a->dtype.itemsize)
         return;
+    /* (zarrs' optional types: the data, then a validity-depth byte per element) */
     zf_chunk_repr r = {.ndim = a->ndim, .dtype = a->dtype,
-                       .nbytes = (size_t)(elems * a->dtype.itemsize)};
+                       .nbytes = (size_t)(elems * (a->dtype.itemsize +
+                                                   (a->optional_levels ? 1 : 0)))};
     memcpy(r.shape, a->chunks, sizeof(uint64_t) * a->ndim);
     size_t nb = r.nbytes;
     uint8_t *out = malloc(nb ? nb : 1), *x = malloc(nb ? nb : 1), *back = malloc(nb ? nb : 1);
@@ -164,7 +166,7 @@ static void fz_codec_run(const zf_node_meta *m, const fz_codec_input *in)
             k += c;
         }
     }
-    if (a->dtype.kind == 'b') /* NumPy booleans are 0 or 1 */
+    if (a->dtype.kind == 'b' && !a->optional_levels) /* NumPy booleans are 0 or 1 */
         for (size_t i = 0; i < nb; i++)
             x[i] = x[i] != 0;
     uint8_t *enc = NULL;

@@ -189,6 +189,8 @@ def v3_tree(root):
 def codec_v3_seeds(doc, node, files):
     dt = doc.get("data_type")
     grid = doc.get("chunk_grid", {}).get("configuration", {}).get("chunk_shape")
+    if isinstance(dt, dict) and dt.get("name") == "optional":
+        dt = compact(dt)  # fuzz_codec_v3.c puts a data type object as it is
     if not isinstance(dt, str) or not isinstance(grid, list):
         return
     fill = compact(doc.get("fill_value"))
@@ -401,6 +403,47 @@ def zfp_seeds():
 def crc32c(data):
     import gen_v3_common
     return gen_v3_common.crc32c(data)
+
+
+def optional_seeds():
+    """codec_v3 seeds of zarrs' optional codec (codec/array_to_bytes/optional.rs: u64 mask and
+    data lengths, the mask by packbits, only the valid elements): int32 with gzip data, an
+    all-missing chunk, optional(optional(uint16)); and packbits alone with padding bytes."""
+    import gzip as gz
+    opt_i32 = compact({"name": "optional", "configuration": {"name": "int32"}})
+    data_le = [{"name": "bytes", "configuration": {"endian": "little"}}]
+
+    def codec(data):
+        return [{"name": "optional", "configuration": {"mask_codecs": [{"name": "packbits"}],
+                                                       "data_codecs": data}}]
+
+    def level(mask, data):
+        m = np.packbits(np.asarray(mask, dtype=bool), bitorder="little").tobytes()
+        return struct.pack("<QQ", len(m), len(data)) + m + data
+
+    vals = np.array([5, -7, 1 << 30], dtype="<i4").tobytes()
+    mask = [1, 0, 0, 1, 0, 1]
+    put("codec_v3", ("%s 2,3 null\n" % opt_i32).encode() + compact(codec(data_le)).encode() +
+        b"\0" + level(mask, vals))
+    gzd = data_le + [{"name": "gzip", "configuration": {"level": 1}}]
+    put("codec_v3", ("%s 6 [3]\n" % opt_i32).encode() + compact(codec(gzd)).encode() + b"\0" +
+        level(mask, gz.compress(vals, mtime=0)))
+    put("codec_v3", ("%s 6 null\n" % opt_i32).encode() + compact(codec(data_le)).encode() +
+        b"\0" + level([0] * 6, b""))
+    nested = compact({"name": "optional", "configuration": {"name": "optional",
+                                                             "configuration": {"name": "uint16"}}})
+    inner = level([1, 0, 1], np.array([9, 65535], dtype="<u2").tobytes())
+    put("codec_v3", ("%s 5 [null]\n" % nested).encode() + compact(codec(codec(data_le))).encode() +
+        b"\0" + level([1, 1, 0, 0, 1], inner))
+    for pad in ("first_byte", "last_byte"):
+        bits = np.packbits(np.array([1, 0, 1, 1, 0], dtype=bool), bitorder="little").tobytes()
+        body = bytes([3]) + bits if pad == "first_byte" else bits + bytes([3])
+        put("codec_v3", b"bool 5 false\n" + compact(
+            [{"name": "packbits", "configuration": {"padding_encoding": pad}}]).encode() +
+            b"\0" + body)
+    put("codec_v3", b"int16 4\n" + compact(
+        [{"name": "packbits", "configuration": {"first_bit": 2, "last_bit": 6}}]).encode() +
+        b"\0" + bytes([0x21, 0x0c, 0x31]))
 
 
 def shard_seeds():
@@ -698,7 +741,10 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     v2_trees = [os.path.join(td, "zarr-python-2.18.7-fixture"),
                 os.path.join(td, "zarrita-fixtures", "v2", "data.zarr")]
-    v3_trees = [os.path.join(td, "zarrita-fixtures", "v3", "data.zarr")]
+    v3_trees = [os.path.join(td, "zarrita-fixtures", "v3", "data.zarr"),
+                # zarrs' optional data types (optional and packbits codecs; a nested optional)
+                os.path.join(td, "zarrs-test-data", "v3", "array_optional.zarr"),
+                os.path.join(td, "zarrs-test-data", "v3", "array_optional_nested.zarr")]
     tmp = tempfile.mkdtemp(prefix="zarrfs-seeds-")
     try:
         import gen_v2
@@ -727,6 +773,7 @@ def main():
     zfp_seeds()
     shard_seeds()
     n5_seeds()
+    optional_seeds()
     keys = []
     for t in v2_trees[:2] + v3_trees:
         keys += list(tree_files(t))
