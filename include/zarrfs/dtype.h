@@ -29,7 +29,8 @@
  * kind 'c', itemsize 4, ext ZF_DT_NUMPY: two IEEE binary16), for kind 'i'/'u' the integer width
  * (itemsize 1), for kind 'V' a registry "struct" (ZF_DT_STRUCT: has multi-byte fields, whose
  * byte order the bytes codec's "endian" applies to; ZF_DT_STRUCT_BYTES: only single-byte
- * fields). */
+ * fields; ZF_DT_STRUCTURED: the legacy alias "structured" with multi-byte fields, whose bytes
+ * codec may leave "endian" out, meaning little-endian: data-types/structured). */
 typedef enum zf_dtype_ext {
     ZF_DT_NUMPY = 0,
     ZF_DT_BFLOAT16,
@@ -49,6 +50,7 @@ typedef enum zf_dtype_ext {
     ZF_DT_UINT4,
     ZF_DT_STRUCT,
     ZF_DT_STRUCT_BYTES,
+    ZF_DT_STRUCTURED,
     ZF_DT_EXT_COUNT
 } zf_dtype_ext;
 

@@ -55,8 +55,11 @@ static zf_status bytes_check(const bytes_codec *b, const zf_chunk_repr *decoded,
     if (u == 0)
         return zf_fail(err, ZF_ERR_UNSUPPORTED, "%s: data type %s has no binary representation",
                        name, zf_dtype_str(&decoded->dtype, ts));
-    bool multi_struct = decoded->dtype.kind == 'V' && decoded->dtype.ext == ZF_DT_STRUCT;
-    if ((u > 1 || multi_struct) && !b->has_endian)
+    bool multi_struct = decoded->dtype.kind == 'V' && (decoded->dtype.ext == ZF_DT_STRUCT ||
+                                                       decoded->dtype.ext == ZF_DT_STRUCTURED);
+    /* data-types/structured "Missing endian configuration": little-endian. */
+    bool legacy = decoded->dtype.kind == 'V' && decoded->dtype.ext == ZF_DT_STRUCTURED;
+    if ((u > 1 || multi_struct) && !b->has_endian && !legacy)
         return zf_fail(err, ZF_ERR_INVALID, "%s: \"endian\": missing (required for %s)", name,
                        multi_struct ? "a struct with multi-byte fields"
                                     : zf_dtype_str(&decoded->dtype, ts));

@@ -182,6 +182,8 @@ const char *zf_dtype_ext_name(const zf_dtype *dt)
         return INTS[dt->ext];
     if (dt->ext == ZF_DT_STRUCT || dt->ext == ZF_DT_STRUCT_BYTES)
         return "struct";
+    if (dt->ext == ZF_DT_STRUCTURED)
+        return "structured";
     return NULL;
 }
 

@@ -204,7 +204,7 @@ static bool has_byte_order(const zf_dtype *dt)
     case 'm':
     case 'M': return dt->itemsize > 1;
     case 'U': return true;
-    case 'V': return dt->ext == ZF_DT_STRUCT;
+    case 'V': return dt->ext == ZF_DT_STRUCT || dt->ext == ZF_DT_STRUCTURED;
     default: return false;
     }
 }
@@ -212,62 +212,85 @@ static bool has_byte_order(const zf_dtype *dt)
 /* zarr-extensions data-types/struct: {"fields": [{"name": N, "data_type": T}, ...]}, at least
  * one field, names non-empty and unique, each type of fixed size; the element is the fields'
  * flat encodings packed in order ("Bytes codec encoding": no padding). */
-static zf_status struct_type(yajl_val v, yajl_val cfg, zf_v3_dtype *out, zf_err *err)
+/* One field of a struct: {"name": N, "data_type": T} (data-types/struct), or for the legacy
+ * alias "structured" also the tuple [N, T] (data-types/structured "Tuple-based field
+ * definitions"). False when f is neither, or N is not a non-empty string. */
+static bool field_parts(yajl_val f, bool legacy, const char **name, yajl_val *type)
 {
+    yajl_val n = NULL;
+    *type = NULL;
+    if (YAJL_IS_OBJECT(f) && f->u.object.len == 2) {
+        n = zf_json_get(f, "name");
+        *type = zf_json_get(f, "data_type");
+    } else if (legacy && YAJL_IS_ARRAY(f) && f->u.array.len == 2) {
+        n = f->u.array.values[0];
+        *type = f->u.array.values[1];
+    }
+    if (!YAJL_IS_STRING(n) || !n->u.string[0] || !*type)
+        return false;
+    *name = n->u.string;
+    return true;
+}
+
+static zf_status struct_type(yajl_val v, yajl_val cfg, bool legacy, zf_v3_dtype *out,
+                             zf_err *err)
+{
+    const char *tname = legacy ? "structured" : "struct";
     static const char *const keys[] = {"fields"};
     for (size_t k = 0; cfg && k < cfg->u.object.len; k++)
         if (strcmp(cfg->u.object.keys[k], keys[0]) != 0)
-            return zf_fail(err, ZF_ERR_INVALID, "data type \"struct\": \"%.100s\": unknown "
-                           "configuration field", cfg->u.object.keys[k]);
+            return zf_fail(err, ZF_ERR_INVALID, "data type \"%s\": \"%.100s\": unknown "
+                           "configuration field", tname, cfg->u.object.keys[k]);
     yajl_val fields = zf_json_get(cfg, "fields");
     if (!YAJL_IS_ARRAY(fields) || fields->u.array.len == 0)
         return zf_fail(err, ZF_ERR_INVALID,
-                       "data type \"struct\": \"fields\": expected a list of at least one field");
+                       "data type \"%s\": \"fields\": expected a list of at least one field",
+                       tname);
     dbuf d = {0};
     bool numpy = true, multi = false;
     uint64_t size = 0;
     zf_status st = ZF_OK;
     db_str(&d, "[");
     for (size_t i = 0; i < fields->u.array.len && st == ZF_OK; i++) {
-        yajl_val f = fields->u.array.values[i], fn = zf_json_get(f, "name");
-        if (!YAJL_IS_OBJECT(f) || !YAJL_IS_STRING(fn) || !fn->u.string[0] ||
-            !zf_json_get(f, "data_type") || f->u.object.len != 2) {
-            st = zf_fail(err, ZF_ERR_INVALID, "data type \"struct\": fields[%zu]: expected "
-                         "{\"name\": a non-empty string, \"data_type\": a data type}", i);
+        const char *fname, *other;
+        yajl_val ftype, unused;
+        if (!field_parts(fields->u.array.values[i], legacy, &fname, &ftype)) {
+            st = zf_fail(err, ZF_ERR_INVALID, "data type \"%s\": fields[%zu]: expected "
+                         "{\"name\": a non-empty string, \"data_type\": a data type}%s", tname,
+                         i, legacy ? " or [name, data type]" : "");
             break;
         }
         for (size_t j = 0; j < i && st == ZF_OK; j++)
-            if (strcmp(zf_json_get(fields->u.array.values[j], "name")->u.string,
-                       fn->u.string) == 0)
+            if (field_parts(fields->u.array.values[j], legacy, &other, &unused) &&
+                strcmp(other, fname) == 0)
                 st = zf_fail(err, ZF_ERR_INVALID,
-                             "data type \"struct\": field name \"%.100s\" appears twice",
-                             fn->u.string);
+                             "data type \"%s\": field name \"%.100s\" appears twice", tname,
+                             fname);
         zf_v3_dtype ft;
         zf_err fe = {""};
         if (st != ZF_OK)
             break;
-        if ((st = zf_meta_v3_dtype(zf_json_get(f, "data_type"), ZF_FORMAT_V3, &ft, &fe)) !=
-            ZF_OK) {
-            st = zf_fail(err, st, "data type \"struct\": field \"%.100s\": %s", fn->u.string,
+        if ((st = zf_meta_v3_dtype(ftype, ZF_FORMAT_V3, &ft, &fe)) != ZF_OK) {
+            st = zf_fail(err, st, "data type \"%s\": field \"%.100s\": %s", tname, fname,
                          fe.msg);
             break;
         }
         unsigned bits = zf_dtype_component_bits(&ft.dt);
         if (ft.dt.kind == 'O')
-            st = zf_fail(err, ZF_ERR_INVALID, "data type \"struct\": field \"%.100s\": a "
-                         "variable-length type", fn->u.string);
+            st = zf_fail(err, ZF_ERR_INVALID, "data type \"%s\": field \"%.100s\": a "
+                         "variable-length type", tname, fname);
         else if (ft.dt.kind != 'b' && bits < 8)
-            st = zf_fail(err, ZF_ERR_UNSUPPORTED, "data type \"struct\": field \"%.100s\": "
-                         "sub-byte type \"%s\" inside a struct is not supported", fn->u.string,
+            st = zf_fail(err, ZF_ERR_UNSUPPORTED, "data type \"%s\": field \"%.100s\": "
+                         "sub-byte type \"%s\" inside a struct is not supported", tname, fname,
                          ft.name);
         size += ft.dt.itemsize;
         if (st == ZF_OK && size > ((uint64_t)1 << 31))
-            st = zf_fail(err, ZF_ERR_INVALID, "data type \"struct\": larger than 2^31 bytes");
+            st = zf_fail(err, ZF_ERR_INVALID, "data type \"%s\": larger than 2^31 bytes", tname);
         multi |= has_byte_order(&ft.dt);
         const char *ts = ft.descr ? ft.descr : ft.typestr;
         numpy &= ft.descr ? ts[0] == '[' : zf_dtype_has_typestr(&ft.dt);
         db_str(&d, i ? ",[" : "[");
-        db_json_string(&d, fn->u.string);
+        db_json_string(&d, fname);
         db_str(&d, ",");
         if (ft.descr)
             db_str(&d, ts);
@@ -290,9 +313,11 @@ static zf_status struct_type(yajl_val v, yajl_val cfg, zf_v3_dtype *out, zf_err 
         return st;
     }
     out->dt = (zf_dtype){.kind = 'V', .byteorder = '|', .itemsize = (size_t)size,
-                         .ext = multi ? ZF_DT_STRUCT : ZF_DT_STRUCT_BYTES};
-    snprintf(out->name, sizeof out->name, "struct");
-    snprintf(out->typestr, sizeof out->typestr, "struct");
+                         .ext = !multi ? ZF_DT_STRUCT_BYTES
+                                 : legacy ? ZF_DT_STRUCTURED
+                                          : ZF_DT_STRUCT};
+    snprintf(out->name, sizeof out->name, "%s", tname);
+    snprintf(out->typestr, sizeof out->typestr, "%s", tname);
     out->fields = fields;
     out->descr = d.s;
     return ZF_OK;
@@ -337,8 +362,8 @@ zf_status zf_meta_v3_dtype(yajl_val v, zf_format format, zf_v3_dtype *out, zf_er
         return time_type(n, 'm', cfg, out, err);
     if (strcmp(n, "fixed_length_utf32") == 0)
         return utf32_type(n, cfg, out, err);
-    if (strcmp(n, "struct") == 0)
-        return struct_type(v, cfg, out, err);
+    if (strcmp(n, "struct") == 0 || strcmp(n, "structured") == 0)
+        return struct_type(v, cfg, n[6] == 'u', out, err);
     if (strcmp(n, "optional") == 0 || strcmp(n, "zarrs.optional") == 0)
         return zf_meta_v3_optional_dtype(n, cfg, format, out, err);
     return named(n, out, err);
@@ -361,19 +386,40 @@ static const char *string_of(yajl_val v)
 
 /* A fill value of a struct: an object with one member per field (data-types/struct "Fill
  * value representation": every field MUST have an entry), each the field's fill value, packed
- * in field order. */
+ * in field order. The legacy "structured" also takes base64 of the packed bytes
+ * (data-types/structured "Base64-encoded fill values"), little-endian: zarrfs reads no
+ * big-endian struct, whose fields the bytes codec would have to swap one by one. */
 static zf_status struct_fill(yajl_val v, const zf_v3_dtype *t, zf_format format, uint8_t *out,
                              zf_err *err)
 {
     yajl_val fields = t->fields;
+    bool legacy = strcmp(t->name, "structured") == 0;
+    const char *fname;
+    yajl_val ftype;
+    if (legacy && YAJL_IS_STRING(v) && !zf_json_special(v)) {
+        uint8_t *raw = NULL;
+        size_t n = 0;
+        zf_status st = zf_base64_decode(v->u.string, &raw, &n);
+        if (st == ZF_ERR_NOMEM)
+            return st;
+        if (st == ZF_OK && n == t->dt.itemsize)
+            memcpy(out, raw, n);
+        free(raw);
+        if (st == ZF_OK && n == t->dt.itemsize)
+            return ZF_OK;
+        char what[96];
+        snprintf(what, sizeof what, "expected base64 of %zu bytes", t->dt.itemsize);
+        return bad(err, t, what);
+    }
     if (!YAJL_IS_OBJECT(v))
-        return bad(err, t, "expected an object with one member per field");
+        return bad(err, t, legacy ? "expected an object with one member per field, or base64"
+                                  : "expected an object with one member per field");
     size_t off = 0, nf = fields ? fields->u.array.len : 0;
     for (size_t k = 0; k < v->u.object.len; k++) {
         bool known = false;
         for (size_t i = 0; i < nf && !known; i++)
-            known = strcmp(zf_json_get(fields->u.array.values[i], "name")->u.string,
-                           v->u.object.keys[k]) == 0;
+            known = field_parts(fields->u.array.values[i], legacy, &fname, &ftype) &&
+                    strcmp(fname, v->u.object.keys[k]) == 0;
         if (!known) {
             char what[160];
             snprintf(what, sizeof what, "\"%.100s\" is not a field", v->u.object.keys[k]);
@@ -381,12 +427,12 @@ static zf_status struct_fill(yajl_val v, const zf_v3_dtype *t, zf_format format,
         }
     }
     for (size_t i = 0; i < nf; i++) {
-        yajl_val f = fields->u.array.values[i];
-        const char *fname = zf_json_get(f, "name")->u.string;
+        if (!field_parts(fields->u.array.values[i], legacy, &fname, &ftype))
+            return bad(err, t, "a malformed field"); /* struct_type refused it already */
         yajl_val fv = zf_json_get(v, fname);
         zf_v3_dtype ft;
         zf_err fe = {""};
-        zf_status st = zf_meta_v3_dtype(zf_json_get(f, "data_type"), ZF_FORMAT_V3, &ft, &fe);
+        zf_status st = zf_meta_v3_dtype(ftype, ZF_FORMAT_V3, &ft, &fe);
         if (st == ZF_OK && !fv)
             st = zf_fail(&fe, ZF_ERR_INVALID, "missing");
         if (st == ZF_OK)
@@ -469,7 +515,8 @@ zf_status zf_meta_v3_fill_value(yajl_val v, const zf_v3_dtype *t, zf_format form
         return bad(err, t, se.msg);
     }
     case 'V':
-        if (t->dt.ext == ZF_DT_STRUCT || t->dt.ext == ZF_DT_STRUCT_BYTES)
+        if (t->dt.ext == ZF_DT_STRUCT || t->dt.ext == ZF_DT_STRUCT_BYTES ||
+            t->dt.ext == ZF_DT_STRUCTURED)
             return struct_fill(v, t, format, out, err);
         /* "Raw data types": a list of N/8 integers in [0, 255]; the 2022 draft: bit strings. */
         if (draft && s && raw_bits_string(s, n, out))

@@ -17,6 +17,8 @@ decoder. Writes (-o rw): new values written to the flat file, the chunk then rea
 store and decoded here with the same independent code.
 """
 
+import base64
+import errno
 import json
 import math
 import os
@@ -252,6 +254,33 @@ class Reads(zf.TestCase):
             self.assertEqual(got.tobytes(), want.tobytes())
             descr = json.loads(os.getxattr(m.path("s"), "user.zarr.dtype"))
             self.assertEqual(np.dtype([tuple(f) for f in descr]), dt)
+
+    def test_structured_legacy_alias(self):
+        """data-types/structured: the legacy alias zarr-python 3.0/3.1 wrote — tuple fields,
+        a base64 fill value of the packed bytes, a bytes codec without "endian" meaning
+        little-endian; also the object fill value; a big-endian one is refused by name."""
+        root = new_store("structured")
+        fields = [["x", "float32"], ["n", "int16"], ["tag", "uint8"]]
+        dt = np.dtype([("x", "<f4"), ("n", "<i2"), ("tag", "u1")])
+        a = np.array([(1.5, -2, 7), (-0.0, 300, 255)], dtype=dt)
+        fill = np.array([(2.25, -9, 3)], dtype=dt)
+        b64 = base64.b64encode(fill.tobytes()).decode()
+        typ = {"name": "structured", "configuration": {"fields": fields}}
+        write_array(root, "b64", [3], [2], typ, b64, [{"name": "bytes"}], {(0,): a.tobytes()})
+        write_array(root, "obj", [3], [2], typ, {"x": 2.25, "n": -9, "tag": 3}, BYTES,
+                    {(0,): a.tobytes()})
+        write_array(root, "big", [3], [2], typ, b64,
+                    [{"name": "bytes", "configuration": {"endian": "big"}}], {})
+        write_array(root, "short_fill", [3], [2], typ, base64.b64encode(b"1234").decode(),
+                    BYTES, {})
+        with zf.Mount(root, label="structured") as m:
+            want = np.concatenate([a, fill]).tobytes()
+            for name in ("b64", "obj"):
+                self.assertBytesEqual(zf.read_all(m.path(name)), want, name)
+                descr = json.loads(os.getxattr(m.path(name), "user.zarr.dtype"))
+                self.assertEqual(np.dtype([tuple(f) for f in descr]), dt)
+            self.assertUndecodable(m.path("big"), 3 * dt.itemsize, ["big-endian"])
+            self.assertErrno(errno.EIO, os.stat, m.path("short_fill"))
 
     def test_cast_value(self):
         """codecs/cast_value: the document's NumPy-compatibility example (float64 stored as
