@@ -509,6 +509,22 @@ zf_status zf_meta_v3_fill_value(yajl_val v, const zf_v3_dtype *t, zf_format form
         zf_err se = {""};
         if (zf_dtype_v3_scalar(v, &t->dt, out, &se) == ZF_OK)
             return ZF_OK;
+        if (draft && t->dt.kind == 'c' && YAJL_IS_ARRAY(v) && v->u.array.len == 2) {
+            /* the 2022 draft's [real, imag] with "0b…" (or "0x…") components */
+            zf_dtype half = t->dt;
+            half.kind = 'f';
+            half.itemsize = n / 2;
+            bool ok = true;
+            for (size_t i = 0; i < 2 && ok; i++) {
+                const char *c = string_of(v->u.array.values[i]);
+                zf_err ce = {""};
+                ok = (c && zf_meta_bits_string(c, n / 2, true, false, out + i * (n / 2))) ||
+                     zf_dtype_v3_scalar(v->u.array.values[i], &half, out + i * (n / 2), &ce) ==
+                         ZF_OK;
+            }
+            if (ok)
+                return ZF_OK;
+        }
         if (draft && t->dt.kind == 'f' && strncmp(se.msg, "expected a number", 17) == 0)
             return bad(err, t, "expected a number, \"NaN\", \"+Infinity\", \"-Infinity\", "
                                "\"0x...\" or \"0b...\"");

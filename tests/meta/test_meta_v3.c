@@ -1390,6 +1390,15 @@ START_TEST(draft2022)
     ck_assert_int_eq(d2022("fill_value", "\"0b0000000100000011\"", &m, &err), ZF_OK);
     fill_is(&m, "0301");
     zf_node_meta_free(&m);
+    /* complex [real, imag] with a "0b…" component: 1.0f is 0x3f800000 (IEEE 754 binary32) */
+    const char *c64 =
+        "{\"shape\": [2], \"data_type\": \"complex64\", \"chunk_grid\": {\"type\": \"regular\","
+        " \"chunk_shape\": [2], \"separator\": \"/\"}, \"chunk_memory_layout\": \"C\","
+        " \"fill_value\": [\"0b00111111100000000000000000000000\", 2.5], \"extensions\": [],"
+        " \"attributes\": {}}";
+    ck_assert_int_eq(draft(ZF_FORMAT_V3_DRAFT_2022, c64, &m, &err), ZF_OK);
+    fill_is(&m, "0000803f00002040");
+    zf_node_meta_free(&m);
     /* the registry's types are final v3's, not the draft's */
     ck_assert_int_eq(d2022("data_type", "\"bfloat16\"", &m, &err), ZF_OK);
     ck_assert_int_eq(m.unsupported, ZF_ERR_UNSUPPORTED);
