@@ -51,18 +51,6 @@ static uint64_t get_le64(const uint8_t *p)
     return v;
 }
 
-static void put_le32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
 /* Pseudo-random bytes (xorshift), so that no two elements are alike. */
 static void rand_fill(uint8_t *p, size_t n, uint32_t seed)
 {
@@ -560,7 +548,7 @@ START_TEST(test_crc32c_encode)
     unsigned order[] = {2, 0, 1};
     naive_transpose(in, shape, 3, order, 8, t);
     swap_units(t, w, r.nbytes, 8);
-    put_le32(w + r.nbytes, crc32c_ref(w, r.nbytes));
+    tu_put_le32(w + r.nbytes, crc32c_ref(w, r.nbytes));
     enc = encode_ok(&ch, &r, in, 0, &len, "transpose+bytes+crc32c");
     ck_assert_uint_eq(len, r.nbytes + 4);
     ck_assert_mem_eq(enc, w, len);
@@ -631,7 +619,7 @@ static size_t inner_expect(enum inner_kind kind, const uint8_t *chunk, const uin
     case INNER_LE: memcpy(out, chunk, nb); return nb;
     case INNER_BE_CRC:
         swap_units(chunk, out, nb, is);
-        put_le32(out + nb, crc32c_ref(out, nb));
+        tu_put_le32(out + nb, crc32c_ref(out, nb));
         return nb + 4;
     default: {
         unsigned order[] = {1, 0};
@@ -954,9 +942,9 @@ START_TEST(test_encode_shard_mixed)
         size_t old_len = at_end ? pos + ixlen : pos;
         uint8_t *ix = at_end ? old + pos : old;
         for (int i = 0; i < 8; i++)
-            put_le64(ix + 8 * i, opairs[i]);
+            tu_put_le64(ix + 8 * i, opairs[i]);
         if (crc)
-            put_le32(ix + 64, crc32c_ref(ix, 64));
+            tu_put_le32(ix + 64, crc32c_ref(ix, 64));
 
         /* Its index, as the array layer reads it. */
         uint64_t oidx[8];

@@ -655,12 +655,6 @@ END_TEST
 
 /* --- checksums --- */
 
-static void put_le32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
 START_TEST(test_checksum_mismatch)
 {
     uint8_t data[1000], enc[1004], out[1000];
@@ -682,7 +676,7 @@ START_TEST(test_checksum_mismatch)
         zf_codec *c = tu_codec(cases[i].config);
         zf_err err = {""};
         memcpy(enc + (cases[i].at_end ? 0 : 4), data, sizeof data);
-        put_le32(enc + (cases[i].at_end ? sizeof data : 0), cases[i].sum);
+        tu_put_le32(enc + (cases[i].at_end ? sizeof data : 0), cases[i].sum);
         ck_assert_int_eq(tu_decode(c, enc, sizeof enc, out, sizeof out, &err), ZF_OK);
         ck_assert_mem_eq(out, data, sizeof data);
         for (size_t pos = 0; pos < sizeof enc; pos += 97) { /* payload and checksum bytes */

@@ -64,18 +64,6 @@ static zf_status decode(const zf_codec_chain *ch, const zf_chunk_repr *r, const 
     return st;
 }
 
-static void put_le32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
 /* ----- scale_offset ----- */
 
 #define SO(cfg) "[{\"name\": \"scale_offset\", \"configuration\": " cfg "}, " LE "]"
@@ -256,10 +244,10 @@ START_TEST(test_scale_offset_fill)
     uint8_t shard[16 + 32];
     int32_t inner[4] = {0, 2, 4, 6};
     memcpy(shard, inner, 16);
-    put_le64(shard + 16, 0);
-    put_le64(shard + 24, 16);
-    put_le64(shard + 32, UINT64_MAX);
-    put_le64(shard + 40, UINT64_MAX);
+    tu_put_le64(shard + 16, 0);
+    tu_put_le64(shard + 24, 16);
+    tu_put_le64(shard + 32, UINT64_MAX);
+    tu_put_le64(shard + 40, UINT64_MAX);
     int32_t out[8];
     char msg[512];
     ck_assert_int_eq(decode(&ch, &r, shard, sizeof shard, out, msg), ZF_OK);
@@ -323,7 +311,7 @@ START_TEST(test_conditional_decode)
         }
         if (mask & 2) {
             uint32_t c = crc32c_bits(buf + 2, n);
-            put_le32(buf + 2 + n, c);
+            tu_put_le32(buf + 2 + n, c);
             n += 4;
         }
         memset(out, 0, sizeof out);
@@ -489,23 +477,23 @@ static size_t vlen_chunk(const char *const *items, size_t n, bool u64, bool at_e
     memset(data, '#', first);
     for (size_t i = 0; i <= n; i++) {
         if (u64)
-            put_le64(index + 8 * i, off);
+            tu_put_le64(index + 8 * i, off);
         else
-            put_le32(index + 4 * i, (uint32_t)off);
+            tu_put_le32(index + 4 * i, (uint32_t)off);
         if (i < n) {
             memcpy(data + off, items[i], strlen(items[i]));
             off += strlen(items[i]);
         }
     }
     if (!at_end) {
-        put_le64(out, ilen);
+        tu_put_le64(out, ilen);
         p = 8;
         memcpy(out + p, index, ilen);
         memcpy(out + p + ilen, data, dlen);
     } else {
         memcpy(out, data, dlen);
         memcpy(out + dlen, index, ilen);
-        put_le64(out + dlen + ilen, ilen);
+        tu_put_le64(out + dlen + ilen, ilen);
     }
     free(index);
     free(data);
@@ -560,10 +548,10 @@ START_TEST(test_zarrs_vlen)
     /* decreasing offsets */
     zf_codec_chain ch = build_ok(VLEN("uint32", ""), &s, NULL);
     size_t n = vlen_chunk(items, 5, false, false, 0, chunk);
-    put_le32(chunk + 8 + 8, 9); /* offsets[2] past offsets[3] */
+    tu_put_le32(chunk + 8 + 8, 9); /* offsets[2] past offsets[3] */
     ck_assert_int_eq(text_of(&ch, &s, chunk, n, text, msg), ZF_ERR_CORRUPT);
     ck_assert_contains(msg, "index");
-    put_le64(chunk, UINT64_MAX);
+    tu_put_le64(chunk, UINT64_MAX);
     ck_assert_int_eq(text_of(&ch, &s, chunk, n, text, msg), ZF_ERR_CORRUPT);
     zf_chain_clear(&ch);
     /* fill values, as vlen-utf8 and vlen-bytes read them */

@@ -33,18 +33,6 @@ static uint32_t crc32c_ref(const uint8_t *p, size_t n)
     return ~crc;
 }
 
-static void put_le32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
 static void put_be64(uint8_t *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++)
@@ -316,7 +304,7 @@ START_TEST(test_crc32c_v3)
      * 32-bit little-endian integer. RFC 3720 B.4: 32 bytes of zeros give 0x8A9136AA. */
     uint8_t zeros[36] = {0};
     ck_assert_uint_eq(crc32c_ref(zeros, 32), 0x8A9136AAu);
-    put_le32(zeros + 32, 0x8A9136AAu);
+    tu_put_le32(zeros + 32, 0x8A9136AAu);
     ck_assert_uint_eq(zeros[32], 0xAA);
     uint64_t shape[1] = {32};
     zf_chunk_repr r = tu_repr_of("|u1", 1, shape);
@@ -580,7 +568,7 @@ START_TEST(test_numcodecs_names)
             sh[b * 8 + e] = raw[e * 4 + b];
     uLongf zl = sizeof z;
     ck_assert_int_eq(compress2(z, &zl, sh, 32, 1), Z_OK);
-    put_le32(in, (uint32_t)crc32(0, z, (uInt)zl));
+    tu_put_le32(in, (uint32_t)crc32(0, z, (uInt)zl));
     memcpy(in + 4, z, zl);
     uint8_t out[32];
     ck_assert_int_eq(zf_chain_decode(&ch, &r, in, zl + 4, out, &err), ZF_OK);
@@ -630,8 +618,8 @@ static void sh_index(shard *s)
 {
     uint8_t *ix = s->at_end ? s->buf + s->len - SH_INDEX : s->buf;
     for (int i = 0; i < 8; i++)
-        put_le64(ix + 8 * i, s->pairs[i]);
-    put_le32(ix + 64, crc32c_ref(ix, 64));
+        tu_put_le64(ix + 8 * i, s->pairs[i]);
+    tu_put_le32(ix + 64, crc32c_ref(ix, 64));
 }
 
 /* Chunks in `order`, each 8 bytes, `gap` bytes apart; chunk `empty` (or -1) left out. */
@@ -879,7 +867,7 @@ START_TEST(test_sharding_big_endian_index)
     put_be64(buf + 8, 2);
     put_be64(buf + 16, 36); /* chunk 1 at 36..38 */
     put_be64(buf + 24, 2);
-    put_le32(buf + 32, crc32c_ref(buf, 32));
+    tu_put_le32(buf + 32, crc32c_ref(buf, 32));
     memcpy(buf + 36, "\x03\x04\x01\x02", 4);
     decode_expect(json, ZF_CODECS_V3, &r, NULL, buf, sizeof buf, "\x01\x02\x03\x04");
     /* Read as little-endian, the same index points far past the end. */

@@ -104,12 +104,6 @@ static void round_trip(const zf_codec_chain *chain, const zf_chunk_repr *r, cons
     }
 }
 
-static void put_le32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
 static void rand_fill(uint8_t *p, size_t n, uint32_t seed)
 {
     uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
@@ -206,7 +200,7 @@ START_TEST(test_fletcher32)
         size_t n = cases[i].len;
         uint8_t *in = malloc(n + 4), *o = malloc(n + 1);
         memcpy(in, p, n);
-        put_le32(in + n, cases[i].sum);
+        tu_put_le32(in + n, cases[i].sum);
         ck_assert_msg(tu_decode(c, in, n + 4, o, n, &err) == ZF_OK, "case %zu: %s", i, err.msg);
         ck_assert_mem_eq(o, p, n);
         /* encode writes the same bytes */
@@ -275,7 +269,7 @@ START_TEST(test_jenkins_lookup3)
         zf_codec *c = tu_codec(cases[i].config);
         size_t n = strlen(cases[i].data);
         uint8_t sum[4], out[64];
-        put_le32(sum, cases[i].sum);
+        tu_put_le32(sum, cases[i].sum);
         uint8_t *in = with_sum(cases[i].data, n, sum);
         ck_assert_msg(tu_decode(c, in, n + 4, out, n, &err) == ZF_OK, "case %zu: %s", i,
                       err.msg);
@@ -743,7 +737,7 @@ START_TEST(test_chain_draft2022_endian_gzip_blosc)
     /* a blosc header claiming more than the bound: CORRUPT before anything is allocated */
     uint8_t bad[64];
     memcpy(bad, bl, 16);
-    put_le32(bad + 4, 0x7ff00000u); /* nbytes */
+    tu_put_le32(bad + 4, 0x7ff00000u); /* nbytes */
     char msg[512];
     double out[256];
     ck_assert_int_eq(decode(&ch, &r, bad, 16, out, msg), ZF_ERR_CORRUPT);

@@ -85,6 +85,18 @@ zf_status tu_decode(const zf_codec *c, const void *in, size_t in_len, void *out,
     return c->ops->decode(c, &r, in, in_len, out, out_len, err);
 }
 
+void tu_put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+void tu_put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
 void tu_fill(uint8_t *buf, size_t n, uint32_t seed)
 {
     uint32_t x = seed * 2654435761u + 1;

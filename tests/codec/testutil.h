@@ -25,6 +25,10 @@ zf_status tu_codec_status(const char *json, zf_err *err);
 zf_status tu_decode(const zf_codec *c, const void *in, size_t in_len, void *out, size_t out_len,
                     zf_err *err);
 
+/* Little-endian stores of 32- and 64-bit values (the byte layouts of chunk formats). */
+void tu_put_le32(uint8_t *p, uint32_t v);
+void tu_put_le64(uint8_t *p, uint64_t v);
+
 /* Deterministic test data: compressible bytes (small alphabet with runs). */
 void tu_fill(uint8_t *buf, size_t n, uint32_t seed);
 
