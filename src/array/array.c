@@ -52,10 +52,61 @@ void zf_grid_unravel(const zf_grid *g, uint64_t elem, uint64_t *coords)
     }
 }
 
+void zf_grid_init_meta(zf_grid *g, const zf_array_meta *a)
+{
+    zf_grid_init(g, a->ndim, a->shape, a->chunks);
+    for (unsigned d = 0; a->rect && d < a->ndim; d++)
+        if (a->rect[d].nruns > 1) { /* one run is regular along d: chunks[d] is its edge */
+            g->edges[d] = &a->rect[d];
+            g->grid[d] = a->rect[d].first[a->rect[d].nruns];
+            g->rect = true;
+        }
+}
+
+void zf_grid_chunk_along(const zf_grid *g, unsigned d, uint64_t x, uint64_t *chunk, uint64_t *lo,
+                         uint64_t *edge)
+{
+    if (g->edges[d]) {
+        zf_chunk_edges_find(g->edges[d], x, chunk, lo, edge);
+        return;
+    }
+    *edge = g->chunks[d];
+    *chunk = x / g->chunks[d];
+    *lo = *chunk * g->chunks[d];
+}
+
+uint64_t zf_grid_chunk_box(const zf_grid *g, const uint64_t *chunk_coords, uint64_t *origin,
+                           uint64_t *shape)
+{
+    uint64_t n = 1;
+    for (unsigned d = 0; d < g->ndim; d++) {
+        uint64_t lo, edge = g->chunks[d];
+        if (g->edges[d])
+            zf_chunk_edges_chunk(g->edges[d], chunk_coords[d], &lo, &edge);
+        else
+            lo = chunk_coords[d] * edge;
+        if (origin)
+            origin[d] = lo;
+        if (shape)
+            shape[d] = edge;
+        n *= edge;
+    }
+    return n;
+}
+
 void zf_grid_locate(const zf_grid *g, const uint64_t *coords, uint64_t *chunk_coords,
                     uint64_t *in_chunk)
 {
     uint64_t idx = 0;
+    if (g->rect) {
+        for (unsigned d = 0; d < g->ndim; d++) {
+            uint64_t lo, edge;
+            zf_grid_chunk_along(g, d, coords[d], &chunk_coords[d], &lo, &edge);
+            idx = idx * edge + (coords[d] - lo);
+        }
+        *in_chunk = idx;
+        return;
+    }
     for (unsigned d = 0; d < g->ndim; d++) {
         chunk_coords[d] = coords[d] / g->chunks[d];
         idx = idx * g->chunks[d] + coords[d] % g->chunks[d];
@@ -106,9 +157,91 @@ static void collapse(const zf_grid *g, zf_grid *c)
     c->ndim = n;
 }
 
+/* ----- runs over a rectilinear grid -----
+ * The same walk as the regular one below, with each dimension's current chunk remembered:
+ * a run looks its chunk up (a binary search over a rectilinear dimension's runs) only when it
+ * leaves the chunk the previous run was in, so a sequential sweep pays O(log runs) per chunk
+ * boundary crossed, nothing per element. Dimensions that every chunk spans whole merge into the
+ * one before as in collapse(); a rectilinear dimension merged into so counts `scale` elements
+ * per index of its own. */
+typedef struct rdim {
+    uint64_t shape, chunk, grid; /* merged elements; regular: merged chunk edge */
+    uint64_t scale;              /* rectilinear: merged elements per index of e's dimension */
+    const zf_chunk_edges *e;
+    uint64_t lo, hi, c;          /* the chunk last found: merged elements [lo, hi), index c */
+} rdim;
+
+static void rdim_at(rdim *r, uint64_t x)
+{
+    if (x >= r->lo && x < r->hi)
+        return;
+    uint64_t c, lo, edge;
+    if (r->e) {
+        zf_chunk_edges_find(r->e, x / r->scale, &c, &lo, &edge);
+        lo *= r->scale;
+        edge *= r->scale; /* within a chunk's elements: no overflow */
+    } else {
+        edge = r->chunk;
+        c = x / edge;
+        lo = c * edge;
+    }
+    r->c = c;
+    r->lo = lo;
+    r->hi = lo + edge;
+}
+
+static zf_status rect_runs(const zf_grid *g, uint64_t elem_begin, uint64_t elem_end,
+                           zf_run_fn fn, void *ctx)
+{
+    rdim c[ZF_MAX_DIMS];
+    unsigned n = 0;
+    for (unsigned d = 0; d < g->ndim; d++) {
+        if (d > 0 && !g->edges[d] && g->chunks[d] == g->shape[d]) {
+            c[n - 1].shape *= g->shape[d];
+            if (c[n - 1].e)
+                c[n - 1].scale *= g->shape[d];
+            else
+                c[n - 1].chunk *= g->shape[d];
+        } else {
+            c[n++] = (rdim){.shape = g->shape[d], .chunk = g->chunks[d], .grid = g->grid[d],
+                            .scale = 1, .e = g->edges[d], .lo = 1, .hi = 0};
+        }
+    }
+    unsigned last = n - 1;
+    uint64_t coords[ZF_MAX_DIMS], rest = elem_begin;
+    for (unsigned d = n; d-- > 0;) {
+        coords[d] = rest % c[d].shape;
+        rest /= c[d].shape;
+    }
+    for (uint64_t elem = elem_begin; elem < elem_end;) {
+        zf_run run = {.elem = elem};
+        for (unsigned d = 0; d < n; d++) {
+            rdim_at(&c[d], coords[d]);
+            run.chunk = run.chunk * c[d].grid + c[d].c;
+            run.in_chunk = run.in_chunk * (c[d].hi - c[d].lo) + (coords[d] - c[d].lo);
+        }
+        uint64_t lim = c[last].hi < c[last].shape ? c[last].hi : c[last].shape;
+        run.count = lim - coords[last];
+        if (run.count > elem_end - elem)
+            run.count = elem_end - elem;
+        zf_status st = fn(ctx, &run);
+        if (st != ZF_OK)
+            return st;
+        elem += run.count;
+        coords[last] += run.count;
+        for (unsigned d = last; d > 0 && coords[d] >= c[d].shape; d--) {
+            coords[d] = 0;
+            coords[d - 1]++;
+        }
+    }
+    return ZF_OK;
+}
+
 zf_status zf_grid_runs(const zf_grid *g, uint64_t elem_begin, uint64_t elem_end, zf_run_fn fn,
                        void *ctx)
 {
+    if (g->rect)
+        return elem_begin < elem_end ? rect_runs(g, elem_begin, elem_end, fn, ctx) : ZF_OK;
     zf_grid c;
     collapse(g, &c);
     if (elem_begin >= elem_end)
@@ -177,15 +310,36 @@ uint64_t zf_array_now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Decode one stored chunk (raw, consumed) into a new buffer of chunk_nbytes. */
-static zf_status decode_chunk(zf_array *a, const char *what, zf_bytes *raw, void **data,
-                              size_t *size, zf_err *err)
+void zf_array_chunk_repr(const zf_array *a, const uint64_t *cc, zf_chunk_repr *r)
+{
+    if (!a->grid.rect) {
+        *r = a->decoded;
+        return;
+    }
+    *r = (zf_chunk_repr){.ndim = a->decoded.ndim, .dtype = a->decoded.dtype};
+    /* within the bounding chunk's bytes, checked at parse time */
+    r->nbytes = (size_t)zf_grid_chunk_box(&a->grid, cc, NULL, r->shape) * a->itemsize;
+}
+
+size_t zf_array_chunk_nbytes(const zf_array *a, uint64_t chunk)
+{
+    if (!a->grid.rect)
+        return a->chunk_nbytes;
+    uint64_t cc[ZF_MAX_DIMS];
+    zf_grid_chunk_coords(&a->grid, chunk, cc);
+    return (size_t)zf_grid_chunk_box(&a->grid, cc, NULL, NULL) * a->itemsize;
+}
+
+/* Decode one stored chunk (raw, consumed) of representation dec into a new buffer of
+ * dec->nbytes. */
+static zf_status decode_chunk(zf_array *a, const zf_chunk_repr *dec, const char *what,
+                              zf_bytes *raw, void **data, size_t *size, zf_err *err)
 {
     if (a->text) {
         zf_text_chunk *t = NULL;
         zf_err derr = {""};
         uint64_t t0 = zf_array_now_ns();
-        zf_status st = zf_chain_decode_text(a->chain, &a->decoded, raw->data, raw->len, &t,
+        zf_status st = zf_chain_decode_text(a->chain, dec, raw->data, raw->len, &t,
                                             &derr);
         decode_ns += zf_array_now_ns() - t0;
         zf_bytes_free(raw);
@@ -199,31 +353,32 @@ static zf_status decode_chunk(zf_array *a, const char *what, zf_bytes *raw, void
         *size = sizeof *t + (size_t)(t->nelems + 1) * sizeof(uint32_t) + (size_t)t->len + 1;
         return ZF_OK;
     }
-    if (a->chain->n == 0 && raw->len == a->chunk_nbytes && raw->data) {
+    size_t nbytes = dec->nbytes;
+    if (a->chain->n == 0 && raw->len == nbytes && raw->data) {
         *data = raw->data; /* stored raw: the store's buffer is the decoded chunk */
         *size = raw->len;
         n_decoded++;
         return ZF_OK;
     }
-    uint8_t *out = zf_alloc_chunk(a->chunk_nbytes); /* maybe an evicted chunk's buffer */
+    uint8_t *out = zf_alloc_chunk(nbytes); /* maybe an evicted chunk's buffer */
     if (!out) {
         zf_bytes_free(raw);
         return ZF_ERR_NOMEM;
     }
     zf_err derr = {""};
     uint64_t t0 = zf_array_now_ns();
-    zf_status st = zf_chain_decode(a->chain, &a->decoded, raw->data, raw->len, out, &derr);
+    zf_status st = zf_chain_decode(a->chain, dec, raw->data, raw->len, out, &derr);
     decode_ns += zf_array_now_ns() - t0;
     zf_bytes_free(raw);
     if (st != ZF_OK) {
         n_failed++;
-        zf_free_chunk(out, a->chunk_nbytes);
+        zf_free_chunk(out, nbytes);
         return zf_fail(err, st == ZF_ERR_NOMEM ? st : ZF_ERR_CORRUPT, "%s: %s", what,
                        derr.msg[0] ? derr.msg : zf_status_str(st));
     }
     n_decoded++;
     *data = out;
-    *size = a->chunk_nbytes;
+    *size = nbytes;
     return ZF_OK;
 }
 
@@ -352,8 +507,9 @@ static zf_status load_index(void *ctx, uint64_t shard, void **data, size_t *size
 
 /* Cache loader of one chunk of the flat view: a whole stored chunk, or one innermost chunk of a
  * shard, fetched by byte range. */
-zf_status zf_array_read_stored_chunk(zf_array *a, const char *key, void **data, size_t *size,
-                                     zf_store_version *ver, zf_err *err)
+zf_status zf_array_read_stored_chunk(zf_array *a, const char *key, const uint64_t *cc,
+                                     void **data, size_t *size, zf_store_version *ver,
+                                     zf_err *err)
 {
     zf_bytes raw;
     zf_err serr = {""};
@@ -363,7 +519,9 @@ zf_status zf_array_read_stored_chunk(zf_array *a, const char *key, void **data, 
         return st;
     char what[4200];
     snprintf(what, sizeof what, "chunk %s", key);
-    return decode_chunk(a, what, &raw, data, size, err);
+    zf_chunk_repr dec;
+    zf_array_chunk_repr(a, cc, &dec);
+    return decode_chunk(a, &dec, what, &raw, data, size, err);
 }
 
 static zf_status load_inner(zf_array *a, const char *key, const uint64_t *cc, void **data,
@@ -380,12 +538,12 @@ zf_status zf_array_load_chunk(void *ctx, uint64_t chunk, void **data, size_t *si
     if (st != ZF_OK)
         return st;
     if (a->nlevels == 0 && !a->writable)
-        return zf_array_read_stored_chunk(a, key, data, size, NULL, err);
+        return zf_array_read_stored_chunk(a, key, cc, data, size, NULL, err);
     if (a->nlevels == 0) { /* remember the version, to store over it only (array_write.c) */
         zf_chunk_record *r = calloc(1, sizeof *r);
         if (!r)
             return ZF_ERR_NOMEM;
-        st = zf_array_read_stored_chunk(a, key, data, size, &r->stored, err);
+        st = zf_array_read_stored_chunk(a, key, cc, data, size, &r->stored, err);
         r->stored_known = st == ZF_OK || st == ZF_ERR_NOT_FOUND;
         r->stored_absent = st == ZF_ERR_NOT_FOUND;
         if (r->stored_known)
@@ -426,7 +584,7 @@ static zf_status load_inner(zf_array *a, const char *key, const uint64_t *cc, vo
         zf_bytes_free(&raw);
         return zf_fail(err, ZF_ERR_CORRUPT, "%s: the shard ends first", what);
     }
-    return decode_chunk(a, what, &raw, data, size, err);
+    return decode_chunk(a, &a->decoded, what, &raw, data, size, err);
 }
 
 zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta *meta,
@@ -472,7 +630,10 @@ zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta
         a->chunk_nbytes = info.inner->nbytes;
         a->nlevels++;
     }
-    zf_grid_init(&a->grid, meta->ndim, meta->shape, cshape);
+    if (a->nlevels == 0)
+        zf_grid_init_meta(&a->grid, meta); /* regular or rectilinear */
+    else
+        zf_grid_init(&a->grid, meta->ndim, meta->shape, cshape);
     a->nbytes = zf_grid_nelems(&a->grid) * a->itemsize; /* bounded by 2^63 at parse time */
     if (zf_array_meta_is_text(meta)) {
         a->itemsize = 0;
@@ -493,9 +654,11 @@ zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta
     a->band_elems = !meta->ndim                        ? 1
                     : a->grid.chunks[0] < meta->shape[0] ? a->grid.chunks[0]
                                                          : meta->shape[0];
+    a->row_elems = 1;
     for (unsigned d = 1; d < meta->ndim; d++) {
         a->band_chunks *= a->grid.grid[d]; /* <= number of elements, so no overflow */
         a->band_elems *= meta->shape[d];
+        a->row_elems *= meta->shape[d];
     }
     uint64_t band = a->band_chunks && a->chunk_nbytes > UINT64_MAX / a->band_chunks
                         ? UINT64_MAX
@@ -532,6 +695,19 @@ void zf_array_close(zf_array *a)
 
 /* ----- parallel prefetch of the chunks one read touches ----- */
 
+/* The band (chunk index along the first dimension) of element elem of the flat view; the
+ * number of bands at or past the end. */
+static uint64_t band_of(const zf_array *a, uint64_t elem)
+{
+    if (!a->grid.edges[0])
+        return elem / a->band_elems;
+    uint64_t row = elem / a->row_elems, c, lo, edge;
+    if (row >= a->grid.shape[0])
+        return a->grid.grid[0];
+    zf_chunk_edges_find(a->grid.edges[0], row, &c, &lo, &edge);
+    return c;
+}
+
 #define PREFETCH_MAX 64
 
 typedef struct prefetch_task {
@@ -548,7 +724,7 @@ static void prefetch_run(void *arg)
     /* A busy pool can run a readahead task late, after the reader went through that band
      * itself: loading it again would only evict chunks the reader is about to use. */
     bool passed = t->ahead && t->chunk / a->band_chunks <
-                                  atomic_load(&a->last_end) / a->itemsize / a->band_elems;
+                                  band_of(a, atomic_load(&a->last_end) / a->itemsize);
     if (!passed && zf_cache_get(a->cache, a->id, t->chunk, zf_array_load_chunk, a, &e, NULL) == ZF_OK)
         zf_cache_release(a->cache, e);
     free(t);
@@ -612,7 +788,7 @@ static void readahead_band(zf_array *a, uint64_t offset, size_t len)
     uint64_t ahead = want < fit ? want : fit;
     if (!sequential || a->meta->ndim == 0 || ahead == 0)
         return;
-    uint64_t next = offset / a->itemsize / a->band_elems + 1; /* the band after this read's */
+    uint64_t next = band_of(a, offset / a->itemsize) + 1; /* the band after this read's */
     uint64_t queued = atomic_load(&a->next_band);              /* bands below it are queued */
     if (queued > next + ahead && atomic_compare_exchange_strong(&a->next_band, &queued, next))
         queued = next; /* a new pass from further back: read ahead again from here */
