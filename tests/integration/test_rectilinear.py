@@ -204,7 +204,8 @@ class Read(zf.TestCase):
                 self.assertEqual(f.read(), "".join(v + "\n" for v in self.strings.ravel()))
 
     def test_whole_files_and_preads(self):
-        with zf.Mount(self.store, options=["sidecars=npy"], label="rect") as m:
+        import tifffile
+        with zf.Mount(self.store, options=["sidecars=npy,tif"], label="rect") as m:
             for name, want in self.wants.items():
                 p = m.path(name)
                 raw = flat(want)
@@ -224,6 +225,10 @@ class Read(zf.TestCase):
                 # the .npy view reads through the same byte range
                 got = np.load(m.path(name + ".npy"))
                 self.assertTrue(np.array_equal(got, want, equal_nan=True), name + ".npy")
+                if want.ndim >= 2:   # the TIFF view's strips: the same flat bytes
+                    got = tifffile.imread(m.path(name + ".tif"))
+                    self.assertTrue(np.array_equal(got.reshape(want.shape), want,
+                                                   equal_nan=True), name + ".tif")
                 cs = ARRAYS[name][2]
                 self.assertEqual(json.loads(os.getxattr(p, "user.zarr.chunks")), cs)
                 self.assertEqual(json.loads(os.getxattr(p, "user.zarr.shape")),
