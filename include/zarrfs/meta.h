@@ -192,8 +192,8 @@ uint64_t zf_array_meta_chunk_elems(const zf_array_meta *a);
 
 /* A rectilinear dimension's chunk holding element x (x < e->start[e->nruns]): its index
  * *chunk, first element *lo and edge length *edge — a binary search over the runs,
- * O(log nruns). */
-void zf_chunk_edges_find(const zf_chunk_edges *e, uint64_t x, uint64_t *chunk, uint64_t *lo,
+ * O(log nruns). Returns the index of the run holding it. */
+size_t zf_chunk_edges_find(const zf_chunk_edges *e, uint64_t x, uint64_t *chunk, uint64_t *lo,
                          uint64_t *edge);
 /* Chunk c (c < e->first[e->nruns]) of a rectilinear dimension: its first element *lo and edge
  * length *edge, O(log nruns). */

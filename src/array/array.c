@@ -169,21 +169,31 @@ typedef struct rdim {
     uint64_t scale;              /* rectilinear: merged elements per index of e's dimension */
     const zf_chunk_edges *e;
     uint64_t lo, hi, c;          /* the chunk last found: merged elements [lo, hi), index c */
+    size_t run;                  /* rectilinear: e's run holding chunk c */
 } rdim;
 
+/* Make r's current chunk the one holding x: the same, the next one (a run walking on along
+ * the dimension: O(1)), or a binary search. */
 static void rdim_at(rdim *r, uint64_t x)
 {
     if (x >= r->lo && x < r->hi)
         return;
     uint64_t c, lo, edge;
-    if (r->e) {
-        zf_chunk_edges_find(r->e, x / r->scale, &c, &lo, &edge);
-        lo *= r->scale;
-        edge *= r->scale; /* within a chunk's elements: no overflow */
-    } else {
+    if (!r->e) {
         edge = r->chunk;
         c = x / edge;
         lo = c * edge;
+    } else if (x == r->hi && r->hi > r->lo &&
+               (r->c + 1 < r->e->first[r->run + 1] || r->run + 1 < r->e->nruns)) {
+        if (r->c + 1 == r->e->first[r->run + 1])
+            r->run++;
+        c = r->c + 1;
+        lo = r->hi;
+        edge = r->e->edge[r->run] * r->scale; /* within a chunk's elements: no overflow */
+    } else {
+        r->run = zf_chunk_edges_find(r->e, x / r->scale, &c, &lo, &edge);
+        lo *= r->scale;
+        edge *= r->scale;
     }
     r->c = c;
     r->lo = lo;
@@ -771,6 +781,18 @@ static bool queue_load(zf_array *a, uint64_t chunk, bool ahead)
     return true;
 }
 
+/* The band just past bands [first, ...) that together span at least `rows` rows (at most
+ * 4096 bands, at most to the grid's end): rectilinear first dimensions. */
+static uint64_t bands_covering(const zf_array *a, uint64_t first, uint64_t rows)
+{
+    uint64_t b = first, got = 0, lo, edge;
+    while (b < a->grid.grid[0] && got < rows && b - first < 4096) {
+        zf_chunk_edges_chunk(a->grid.edges[0], b++, &lo, &edge);
+        got += edge;
+    }
+    return b;
+}
+
 /* Readahead across bands: while a sequential reader is in band b, decode bands b + 1 ..
  * b + readahead on the pool, so that it does not stall at every band boundary (for a remote
  * store: so that fetches overlap). Only as many bands as fit well in the cache. */
@@ -793,6 +815,9 @@ static void readahead_band(zf_array *a, uint64_t offset, size_t len)
     if (queued > next + ahead && atomic_compare_exchange_strong(&a->next_band, &queued, next))
         queued = next; /* a new pass from further back: read ahead again from here */
     uint64_t end = next + ahead < a->grid.grid[0] ? next + ahead : a->grid.grid[0];
+    if (a->grid.edges[0]) /* bands of differing heights: as many rows ahead as `ahead` of the
+                             tallest bands (a short band next would starve the decoders) */
+        end = bands_covering(a, next, ahead * a->grid.chunks[0]);
     if (queued < next)
         queued = next;
     while (queued < end) { /* claim the bands [queued, end) */

@@ -208,8 +208,8 @@ zf_status zf_meta_rectilinear(const char *key, yajl_val cfg, zf_node_meta *m, zf
     return ZF_OK;
 }
 
-void zf_chunk_edges_find(const zf_chunk_edges *e, uint64_t x, uint64_t *chunk, uint64_t *lo,
-                         uint64_t *edge)
+size_t zf_chunk_edges_find(const zf_chunk_edges *e, uint64_t x, uint64_t *chunk, uint64_t *lo,
+                           uint64_t *edge)
 {
     size_t lo_r = 0, hi_r = e->nruns; /* the run r with start[r] <= x < start[r + 1] */
     while (hi_r - lo_r > 1) {
@@ -223,6 +223,7 @@ void zf_chunk_edges_find(const zf_chunk_edges *e, uint64_t x, uint64_t *chunk, u
     *chunk = e->first[lo_r] + k;
     *lo = e->start[lo_r] + k * e->edge[lo_r];
     *edge = e->edge[lo_r];
+    return lo_r;
 }
 
 void zf_chunk_edges_chunk(const zf_chunk_edges *e, uint64_t c, uint64_t *lo, uint64_t *edge)
