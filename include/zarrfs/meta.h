@@ -199,6 +199,14 @@ size_t zf_chunk_edges_find(const zf_chunk_edges *e, uint64_t x, uint64_t *chunk,
  * length *edge, O(log nruns). */
 void zf_chunk_edges_chunk(const zf_chunk_edges *e, uint64_t c, uint64_t *lo, uint64_t *edge);
 
+/* The distinct chunk shapes of a rectilinear grid (a->rect set): fn(ctx, shape) for each
+ * combination of the distinct edge lengths of each dimension's runs (shape: ndim entries,
+ * elements), in no particular order, stopping at the first non-zero return, which is returned.
+ * When there are more than `max` combinations nothing is called and *too_many is set. */
+int zf_array_meta_chunk_shapes(const zf_array_meta *a, size_t max,
+                               int (*fn)(void *ctx, const uint64_t *shape), void *ctx,
+                               bool *too_many);
+
 /* The store key of chunk `coords` below prefix ("" or "group/array"), as a->key_encoding says
  * (see zf_chunk_key_encoding): v2 "0.0" / "0/0" ("0" for a 0-d array), v3 "c/0/0", drafts
  * "c0/0". buf holds at least bufsize bytes. Errors: ZF_ERR_INVALID when too long. */

@@ -407,8 +407,16 @@ zf_status zf_array_stored_key(zf_array *a, const zf_grid *g, const uint64_t *cc,
                             size_t keysize, zf_err *err)
 {
     uint64_t sc[ZF_MAX_DIMS];
-    for (unsigned d = 0; d < g->ndim; d++)
-        sc[d] = cc[d] * g->chunks[d] / a->meta->chunks[d];
+    const zf_grid *top = a->nlevels ? &a->levels[0].grid : &a->grid; /* the stored chunks */
+    for (unsigned d = 0; d < g->ndim; d++) {
+        if (g->rect) /* the stored chunks' own grid */
+            sc[d] = cc[d];
+        else if (top->rect) { /* a rectilinear grid's shard holding the chunk's first element */
+            uint64_t lo, edge;
+            zf_grid_chunk_along(top, d, cc[d] * g->chunks[d], &sc[d], &lo, &edge);
+        } else
+            sc[d] = cc[d] * g->chunks[d] / a->meta->chunks[d];
+    }
     if (zf_array_meta_chunk_key(a->meta, a->prefix, sc, key, keysize) != ZF_OK)
         return zf_fail(err, ZF_ERR_INVALID, "chunk key too long");
     return ZF_OK;
@@ -438,9 +446,15 @@ static zf_status locate_inner(shard_level *l, const uint64_t *cc, uint64_t *off,
     zf_array *a = l->a;
     uint64_t sc[ZF_MAX_DIMS], pos = 0;
     for (unsigned d = 0; d < l->grid.ndim; d++) {
-        uint64_t cps = l->info.chunks_per_shard[d];
+        uint64_t cps = l->info.chunks_per_shard[d], at = cc[d] % cps;
         sc[d] = cc[d] / cps;
-        pos = pos * cps + cc[d] % cps;
+        if (l->grid.rect) { /* the shard's own chunks_per_shard along d */
+            uint64_t in = l->info.chunk_shape[d], lo, edge;
+            zf_grid_chunk_along(&l->grid, d, cc[d] * in, &sc[d], &lo, &edge);
+            cps = edge / in;
+            at = cc[d] - lo / in;
+        }
+        pos = pos * cps + at;
     }
     zf_cache_entry *e;
     zf_status st = zf_cache_get(a->cache, l->cache_id, zf_grid_chunk_index(&l->grid, sc),
@@ -454,6 +468,23 @@ static zf_status locate_inner(shard_level *l, const uint64_t *cc, uint64_t *off,
     }
     zf_cache_release(a->cache, e);
     return pairs && *off != UINT64_MAX ? ZF_OK : ZF_ERR_NOT_FOUND;
+}
+
+void zf_array_level_shard(const shard_level *l, const uint64_t *sc, const zf_codec **codec,
+                          const zf_sharding **info)
+{
+    *codec = l->codec;
+    *info = &l->info;
+    if (!l->nvariants)
+        return;
+    uint64_t shape[ZF_MAX_DIMS];
+    zf_grid_chunk_box(&l->grid, sc, NULL, shape);
+    for (size_t i = 0; i < l->nvariants; i++)
+        if (!memcmp(l->variants[i].shape, shape, l->grid.ndim * sizeof *shape)) {
+            *codec = l->variants[i].codec;
+            *info = &l->variants[i].info;
+            return;
+        }
 }
 
 /* Cache loader of one level's shard index: its (offset, nbytes) pairs with offsets from the start
@@ -474,16 +505,19 @@ static zf_status load_index(void *ctx, uint64_t shard, void **data, size_t *size
     if (l->level > 0 && (st = locate_inner(&a->levels[l->level - 1], sc, &base, &len, err)))
         return st;
     coords_text(sc, l->grid.ndim, where, sizeof where);
-    size_t isz = l->info.index_nbytes;
+    const zf_codec *codec;
+    const zf_sharding *info;
+    zf_array_level_shard(l, sc, &codec, &info);
+    size_t isz = info->index_nbytes;
     zf_bytes raw;
     zf_err serr = {""};
-    if (l->level == 0 && l->info.index_at_end) {
+    if (l->level == 0 && info->index_at_end) {
         st = zf_store_get_suffix(a->store, key, isz, &raw, &len, &serr);
     } else {
         if (len < isz)
             return zf_fail(err, ZF_ERR_CORRUPT, "%s: shard [%s] holds %llu bytes, less than its "
                            "%zu-byte index", key, where, (unsigned long long)len, isz);
-        uint64_t at = l->info.index_at_end ? base + len - isz : base;
+        uint64_t at = info->index_at_end ? base + len - isz : base;
         st = zf_store_get_partial(a->store, key, at, isz, &raw, &serr);
     }
     if ((st = store_status(st, &serr, err)) != ZF_OK)
@@ -493,13 +527,13 @@ static zf_status load_index(void *ctx, uint64_t shard, void **data, size_t *size
         return zf_fail(err, ZF_ERR_CORRUPT, "%s: shard [%s] is shorter than its %zu-byte index",
                        key, where, isz);
     }
-    uint64_t *pairs = malloc(2 * sizeof(uint64_t) * l->info.nchunks);
+    uint64_t *pairs = malloc(2 * sizeof(uint64_t) * (info->nchunks ? info->nchunks : 1));
     if (!pairs) {
         zf_bytes_free(&raw);
         return ZF_ERR_NOMEM;
     }
     zf_err derr = {""};
-    st = zf_sharding_decode_index(l->codec, raw.data, raw.len, len, pairs, &derr);
+    st = zf_sharding_decode_index(codec, raw.data, raw.len, len, pairs, &derr);
     zf_bytes_free(&raw);
     if (st != ZF_OK) {
         n_failed++;
@@ -507,11 +541,11 @@ static zf_status load_index(void *ctx, uint64_t shard, void **data, size_t *size
         return zf_fail(err, st == ZF_ERR_NOMEM ? st : ZF_ERR_CORRUPT, "%s: shard [%s]: %s", key,
                        where, derr.msg[0] ? derr.msg : zf_status_str(st));
     }
-    for (uint64_t i = 0; base && i < l->info.nchunks; i++)
+    for (uint64_t i = 0; base && i < info->nchunks; i++)
         if (pairs[2 * i] != UINT64_MAX)
             pairs[2 * i] += base; /* within [0, len], so no overflow */
     *data = pairs;
-    *size = 2 * sizeof(uint64_t) * l->info.nchunks;
+    *size = 2 * sizeof(uint64_t) * info->nchunks;
     return ZF_OK;
 }
 
@@ -597,6 +631,52 @@ static zf_status load_inner(zf_array *a, const char *key, const uint64_t *cc, vo
     return decode_chunk(a, &a->decoded, what, &raw, data, size, err);
 }
 
+/* The sharding codecs of level 0's shard shapes (a rectilinear grid; zf_array_meta_chunk_shapes
+ * enumerates them, at most 64 as the metadata was checked). */
+typedef struct variants_ctx {
+    shard_level *l;
+    const zf_array_meta *meta;
+    size_t cap;
+    zf_err *err;
+} variants_ctx;
+
+static int add_variant(void *ctx, const uint64_t *shape)
+{
+    variants_ctx *c = ctx;
+    shard_level *l = c->l;
+    if (l->nvariants == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 8;
+        shard_variant *v = realloc(l->variants, cap * sizeof *v);
+        if (!v)
+            return ZF_ERR_NOMEM;
+        l->variants = v;
+        c->cap = cap;
+    }
+    shard_variant *v = &l->variants[l->nvariants];
+    zf_chunk_repr r = {.ndim = c->meta->ndim, .dtype = c->meta->dtype,
+                       .nbytes = c->meta->dtype.itemsize};
+    for (unsigned d = 0; d < r.ndim; d++) {
+        r.shape[d] = v->shape[d] = shape[d];
+        r.nbytes *= (size_t)shape[d]; /* within the bounding shard, checked at parse time */
+    }
+    zf_status st = zf_sharding_reshaped(l->codec, &r, &v->codec, c->err);
+    if (st != ZF_OK)
+        return st;
+    zf_codec_sharding(v->codec, &v->info);
+    l->nvariants++;
+    return ZF_OK;
+}
+
+static zf_status shard_variants(shard_level *l, const zf_array_meta *meta, zf_err *err)
+{
+    variants_ctx c = {l, meta, 0, err};
+    bool too_many;
+    zf_status st = (zf_status)zf_array_meta_chunk_shapes(meta, 64, add_variant, &c, &too_many);
+    if (st == ZF_OK && too_many)
+        st = zf_fail(err, ZF_ERR_UNSUPPORTED, "more than 64 shard shapes");
+    return st;
+}
+
 zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta *meta,
                         zf_cache *cache, zf_pool *pool, uint64_t array_id, zf_array **out,
                         zf_err *err)
@@ -633,7 +713,17 @@ zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta
         *l = (shard_level){.a = a, .level = a->nlevels, .codec = a->chain->codecs[0],
                            .info = info,
                            .cache_id = array_id | (uint64_t)(a->nlevels + 1) << 56};
-        zf_grid_init(&l->grid, meta->ndim, meta->shape, cshape);
+        if (a->nlevels == 0 && meta->rect) { /* shards of differing shapes */
+            zf_grid_init_meta(&l->grid, meta);
+            zf_status st = shard_variants(l, meta, err);
+            if (st != ZF_OK) {
+                a->nlevels++; /* so that closing frees its variants */
+                zf_array_close(a);
+                return st;
+            }
+        } else {
+            zf_grid_init(&l->grid, meta->ndim, meta->shape, cshape);
+        }
         cshape = l->info.chunk_shape; /* not info's: the next iteration overwrites it */
         a->chain = info.codecs;
         a->decoded = *info.inner;
@@ -699,6 +789,11 @@ void zf_array_close(zf_array *a)
         pthread_rwlock_destroy(&a->shard_rw);
     }
     zf_array_text_free(a);
+    for (unsigned i = 0; i < a->nlevels; i++) {
+        for (size_t k = 0; k < a->levels[i].nvariants; k++)
+            zf_codec_free(a->levels[i].variants[k].codec);
+        free(a->levels[i].variants);
+    }
     free(a->prefix);
     free(a);
 }

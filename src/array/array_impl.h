@@ -15,13 +15,25 @@
  * then the innermost chunks; each level's shard indexes are cached too, under their own id. */
 #define MAX_SHARD_LEVELS 8
 
+/* One shard shape of a rectilinear grid's shards: its own sharding codec (zf_sharding_reshaped:
+ * the index has that shape's chunks_per_shard). */
+typedef struct shard_variant {
+    uint64_t shape[ZF_MAX_DIMS];
+    zf_codec *codec;
+    zf_sharding info;
+} shard_variant;
+
 typedef struct shard_level {
     struct zf_array *a;
     unsigned level;
     const zf_codec *codec;
     zf_sharding info;
-    zf_grid grid;      /* this level's shards over the whole array */
+    zf_grid grid;      /* this level's shards over the whole array (level 0 of a rectilinear
+                          grid: rectilinear; its inner chunks are still a regular grid, since
+                          the inner chunk shape divides every shard edge) */
     uint64_t cache_id; /* cache id of this level's decoded indexes */
+    shard_variant *variants; /* rectilinear level 0: one per distinct shard shape */
+    size_t nvariants;
 } shard_level;
 
 struct zf_array {
@@ -70,6 +82,11 @@ struct zf_array {
     size_t text_cap;               /* entries of text_band_start */
     uint64_t text_cursor_pos, text_cursor_elem; /* where the last read's last run began */
 };
+
+/* The sharding codec and layout of level l's shard at coordinates sc (in l->grid): the
+ * level's, or for a rectilinear grid's shards the variant of that shard's shape. */
+void zf_array_level_shard(const shard_level *l, const uint64_t *sc, const zf_codec **codec,
+                          const zf_sharding **info);
 
 /* The text view (text.c). */
 void zf_array_text_init(zf_array *a);

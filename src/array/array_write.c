@@ -629,12 +629,22 @@ static zf_status merge_inner(zf_array *a, const char *key, zf_cache_entry *e,
 static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
 {
     shard_level *l = &a->levels[0];
-    const zf_sharding *info = &l->info;
     unsigned nd = a->grid.ndim;
-    uint64_t cc[ZF_MAX_DIMS], sc[ZF_MAX_DIMS];
+    uint64_t cc[ZF_MAX_DIMS], sc[ZF_MAX_DIMS], first[ZF_MAX_DIMS]; /* first: its inner chunk */
     zf_grid_chunk_coords(&a->grid, zf_cache_entry_chunk(e), cc);
-    for (unsigned d = 0; d < nd; d++)
-        sc[d] = cc[d] / info->chunks_per_shard[d];
+    for (unsigned d = 0; d < nd; d++) {
+        uint64_t in = l->info.chunk_shape[d], lo, edge;
+        if (l->grid.rect) { /* shards of differing shapes */
+            zf_grid_chunk_along(&l->grid, d, cc[d] * in, &sc[d], &lo, &edge);
+            first[d] = lo / in;
+        } else {
+            sc[d] = cc[d] / l->info.chunks_per_shard[d];
+            first[d] = sc[d] * l->info.chunks_per_shard[d];
+        }
+    }
+    const zf_codec *codec;
+    const zf_sharding *info;
+    zf_array_level_shard(l, sc, &codec, &info);
     char key[4096];
     zf_status st = zf_array_stored_key(a, &a->grid, cc, key, sizeof key, err);
     if (st != ZF_OK)
@@ -657,7 +667,7 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
         bool inside = true;
         for (unsigned d = nd; d-- > 0;) {
             uint64_t cps = info->chunks_per_shard[d];
-            ic[d] = sc[d] * cps + rem % cps;
+            ic[d] = first[d] + rem % cps;
             rem /= cps;
             if (ic[d] >= a->grid.grid[d])
                 inside = false;
@@ -706,7 +716,7 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
             } else {
                 const uint8_t *ib =
                     info->index_at_end ? old.data + old.len - info->index_nbytes : old.data;
-                st = zf_sharding_decode_index(l->codec, ib, info->index_nbytes, old.len,
+                st = zf_sharding_decode_index(codec, ib, info->index_nbytes, old.len,
                                               old_index, &serr);
                 if (st != ZF_OK)
                     zf_fail(err, ZF_ERR_CORRUPT, "%s: %s", key, serr.msg);
@@ -722,7 +732,7 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
         bool empty = false;
         unsigned flags = a->write_empty_chunks ? ZF_ENCODE_WRITE_EMPTY : 0;
         uint64_t t0 = zf_array_now_ns();
-        st = zf_sharding_encode_shard(l->codec, chunks, old_index ? old.data : NULL, old.len,
+        st = zf_sharding_encode_shard(codec, chunks, old_index ? old.data : NULL, old.len,
                                       old_index, flags, &out, &out_len, &empty, &serr);
         zf_array_count_encode(zf_array_now_ns() - t0, st == ZF_OK);
         bool erase = empty && a->fill_defined && !a->write_empty_chunks;

@@ -196,19 +196,70 @@ zf_status zf_meta_v3_type_and_fill(const char *key, yajl_val doc, zf_format form
     return ZF_OK;
 }
 
+/* Shards of a rectilinear grid: one sharding codec per distinct shard shape (built and
+ * dropped here to check them; the array layer builds its own). */
+#define MAX_SHARD_SHAPES 64
+
+typedef struct shape_check {
+    const zf_codec *sharding;
+    zf_dtype dtype;
+    unsigned ndim;
+    zf_err *err;
+} shape_check;
+
+static int check_shard_shape(void *ctx, const uint64_t *shape)
+{
+    shape_check *c = ctx;
+    zf_chunk_repr r = {.ndim = c->ndim, .dtype = c->dtype, .nbytes = c->dtype.itemsize};
+    for (unsigned d = 0; d < c->ndim; d++) {
+        r.shape[d] = shape[d];
+        r.nbytes *= (size_t)shape[d]; /* within the bounding chunk, checked already */
+    }
+    zf_codec *v;
+    zf_status st = zf_sharding_reshaped(c->sharding, &r, &v, c->err);
+    zf_codec_free(v);
+    return (int)st;
+}
+
 /* A rectilinear grid's chunks differ in shape: each is decoded with its own (the chain was
  * built for the bounding chunk `dec`). The chain must also fit the smallest chunk (the least
- * edge length of every dimension; a reshape codec with fixed sizes would not). Sharding inside
- * a rectilinear grid is not served: each shard's index shape would differ. */
+ * edge length of every dimension; a reshape codec with fixed sizes would not). Sharding: a lone
+ * sharding_indexed codec whose inner chunk shape divides every shard edge (as zarrs requires),
+ * with at most MAX_SHARD_SHAPES distinct shard shapes. */
 static zf_status rect_chain(const char *key, zf_node_meta *m, const zf_chunk_repr *dec,
                             zf_err *err)
 {
     zf_array_meta *a = &m->array;
     zf_sharding sh;
-    for (size_t i = 0; i < a->chain.n; i++)
-        if (zf_codec_sharding(a->chain.codecs[i], &sh))
+    for (size_t i = 0; i < a->chain.n; i++) {
+        if (!zf_codec_sharding(a->chain.codecs[i], &sh))
+            continue;
+        if (a->chain.n != 1)
             return zf_meta_unsupported(m, "%s: \"codecs\": sharding_indexed inside a "
-                                       "\"rectilinear\" chunk grid is not supported", key);
+                                       "\"rectilinear\" chunk grid must be the only codec",
+                                       key);
+        for (unsigned d = 0; d < a->ndim; d++)
+            for (size_t r = 0; r < a->rect[d].nruns; r++)
+                if (a->rect[d].edge[r] % sh.chunk_shape[d])
+                    return ZF_FIELD_FAIL(err, key, "codecs",
+                                         "sharding_indexed: \"chunk_shape\": %llu does not "
+                                         "divide the shard edge %llu along dimension %u of the "
+                                         "rectilinear grid",
+                                         (unsigned long long)sh.chunk_shape[d],
+                                         (unsigned long long)a->rect[d].edge[r], d);
+        zf_err cerr = {""};
+        shape_check c = {a->chain.codecs[0], a->dtype, a->ndim, &cerr};
+        bool too_many;
+        zf_status st = (zf_status)zf_array_meta_chunk_shapes(a, MAX_SHARD_SHAPES,
+                                                            check_shard_shape, &c, &too_many);
+        if (too_many)
+            return zf_meta_unsupported(m, "%s: \"codecs\": sharding_indexed inside a "
+                                       "\"rectilinear\" chunk grid of more than %d shard "
+                                       "shapes is not supported", key, MAX_SHARD_SHAPES);
+        if (st == ZF_OK || st == ZF_ERR_NOMEM)
+            return st;
+        return ZF_FIELD_FAIL(err, key, "codecs", "%s", cerr.msg);
+    }
     zf_chunk_repr small = *dec;
     size_t n = a->dtype.itemsize;
     for (unsigned d = 0; d < a->ndim; d++) {

@@ -239,3 +239,58 @@ void zf_chunk_edges_chunk(const zf_chunk_edges *e, uint64_t c, uint64_t *lo, uin
     *lo = e->start[lo_r] + (c - e->first[lo_r]) * e->edge[lo_r];
     *edge = e->edge[lo_r];
 }
+
+/* The distinct values of e's edges (at most `max`; *n of them, or max + 1 when more). */
+static void distinct_edges(const zf_chunk_edges *e, uint64_t fallback, uint64_t *vals,
+                           size_t max, size_t *n)
+{
+    *n = 0;
+    if (e->nruns == 0) {
+        vals[(*n)++] = fallback;
+        return;
+    }
+    for (size_t r = 0; r < e->nruns; r++) {
+        size_t k = 0;
+        while (k < *n && vals[k] != e->edge[r])
+            k++;
+        if (k < *n)
+            continue;
+        if (*n == max) {
+            *n = max + 1;
+            return;
+        }
+        vals[(*n)++] = e->edge[r];
+    }
+}
+
+int zf_array_meta_chunk_shapes(const zf_array_meta *a, size_t max,
+                               int (*fn)(void *ctx, const uint64_t *shape), void *ctx,
+                               bool *too_many)
+{
+    *too_many = false;
+    if (!a->rect)
+        return 0;
+    uint64_t vals[ZF_MAX_DIMS][64], shape[ZF_MAX_DIMS];
+    size_t n[ZF_MAX_DIMS], total = 1, lim = max < 64 ? max : 64, idx[ZF_MAX_DIMS] = {0};
+    for (unsigned d = 0; d < a->ndim; d++) {
+        distinct_edges(&a->rect[d], a->chunks[d], vals[d], lim, &n[d]);
+        if (n[d] > lim || total * n[d] > max) {
+            *too_many = true;
+            return 0;
+        }
+        total *= n[d];
+    }
+    for (size_t i = 0; i < total; i++) {
+        for (unsigned d = 0; d < a->ndim; d++)
+            shape[d] = vals[d][idx[d]];
+        int r = fn(ctx, shape);
+        if (r)
+            return r;
+        for (unsigned d = a->ndim; d-- > 0;) { /* the next combination */
+            if (++idx[d] < n[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+    return 0;
+}

@@ -102,9 +102,11 @@ def write_rect(root, name, want, chunk_shapes, data_type, codecs, fill, missing=
     return want
 
 
-def decode_chunk(data, codecs, shape, dtype):
+def decode_chunk(data, codecs, shape, dtype, fill=0):
     """Decode a stored chunk of full shape `shape` (the test's own decoder, v3 "Codecs" run
-    backwards)."""
+    backwards; a lone sharding_indexed codec by decode_shard)."""
+    if codecs[0]["name"] == "sharding_indexed":
+        return decode_shard(data, codecs[0]["configuration"], shape, dtype, fill)
     i = len(codecs) - 1
     while codecs[i]["name"] in ("gzip", "zstd", "crc32c"):
         n = codecs[i]["name"]
@@ -129,6 +131,28 @@ def decode_chunk(data, codecs, shape, dtype):
     return x.astype(np.dtype(dtype).newbyteorder("<"))
 
 
+def decode_shard(data, conf, shape, dtype, fill):
+    """sharding-indexed "Binary shard format": the index ([bytes little, crc32c] here) at the
+    end, (offset, nbytes) per inner chunk in C order, (2^64-1, 2^64-1) for an empty one."""
+    inner = conf["chunk_shape"]
+    cps = [s // c for s, c in zip(shape, inner)]
+    n = int(np.prod(cps))
+    assert conf["index_codecs"] == [LE, CRC] and conf.get("index_location", "end") == "end"
+    ib = data[-(16 * n + 4):]
+    assert c3.crc32c(ib[:-4]) == struct.unpack("<I", ib[-4:])[0], "index crc32c"
+    idx = np.frombuffer(ib[:-4], "<u8").reshape(n, 2)
+    out = np.full(shape, fill, dtype=np.dtype(dtype).newbyteorder("<"))
+    for k, ii in enumerate(np.ndindex(*cps)):
+        off, nb = int(idx[k][0]), int(idx[k][1])
+        if (off, nb) == (sh.EMPTY, sh.EMPTY):
+            continue
+        sel = tuple(slice(i * c, (i + 1) * c) for i, c in zip(ii, inner))
+        out[sel] = decode_chunk(data[off:off + nb], conf["codecs"], inner, dtype, fill)
+    return out
+
+
+SHARD = sh.shard_conf([2, 2], [LE, GZ])
+
 # The arrays: name -> (data_type, shape, chunk_shapes, codecs, fill, missing chunk indices)
 ARRAYS = {
     # overflow: 5+5+7+3+3+3+13 = 39 >= 37 along the first dimension
@@ -144,6 +168,11 @@ ARRAYS = {
     "f8_rows": ("float64", (20, 8), [[3, 17], 8], [LE, CRC], 0.0, set()),
     # README "Indexing": [[16, 10], [24, 14]]
     "i4_readme": ("int32", (26, 38), [[16, 10], [24, 14]], [LE, GZ], 0, set()),
+    # shards of differing shapes (4, 2, 2, 2, 4 x 6, 4), inner chunks 2 x 2 (zarrs' rule: the
+    # inner chunk divides every shard edge); one shard missing, inner chunks of the fill value
+    # left empty by the writer
+    "i4_sharded": ("int32", (13, 10), [[4, [2, 3], 4], [[6, 1], [4, 1]]], [SHARD], 5,
+                   {(1, 1)}),
 }
 
 
@@ -157,6 +186,9 @@ def make_store(root):
         else:
             info = np.iinfo(npdt)
             data = rng.integers(info.min, info.max, size=shape, dtype=npdt, endpoint=True)
+        if codecs[0]["name"] == "sharding_indexed":   # inner chunks of the fill value: empty
+            data[0:2, 0:4] = fill
+            data[6:8, 6:10] = fill
         wants[name] = write_rect(root, name, data, cs, dt, codecs, fill, missing)
     c3.write_files(root, {"zarr.json": c3.v3_group_doc()})
     return wants
@@ -172,10 +204,10 @@ class Read(zf.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="zarrfs-itest-rect-")
         cls.store = os.path.join(cls.tmp, "r.zarr")
         cls.wants = make_store(cls.store)
-        # a sharded rectilinear array: refused by name, siblings unaffected
+        # sharding followed by another codec in a rectilinear grid: refused by name
         conf = sh.shard_conf([2], [LE])
         c3.write_files(os.path.join(cls.store, "sharded"),
-                       {"zarr.json": rect_doc([6], [[2, 4]], "int8", [conf], 0)})
+                       {"zarr.json": rect_doc([6], [[2, 4]], "int8", [conf, CRC], 0)})
 
         # text: a v3 string array (vlen-utf8 + zstd, numcodecs' encoding) in a rectilinear grid
         cls.strings = np.array(["s%d_%s" % (i, "x" * (i % 5)) for i in range(20)],
@@ -238,7 +270,7 @@ class Read(zf.TestCase):
         with zf.Mount(self.store, label="rect-shard") as m:
             why = self.assertUndecodable(m.path("sharded"), 6, names=["sharding_indexed",
                                                                       "rectilinear"])
-            self.assertIn("not supported", why)
+            self.assertIn("must be the only codec", why)
             self.assertBytesEqual(zf.read_all(m.path("u1_raw")), flat(self.wants["u1_raw"]),
                                   "sibling")
 
@@ -267,7 +299,7 @@ class Write(zf.TestCase):
             p = os.path.join(store, name, c3.default_key(idx))
             if os.path.exists(p):
                 with open(p, "rb") as f:
-                    x = decode_chunk(f.read(), codecs, [e for _lo, e in box], npdt)
+                    x = decode_chunk(f.read(), codecs, [e for _lo, e in box], npdt, fill)
                 got = x[inner]
             else:
                 got = np.full([s.stop - s.start for s in sel], fill, dtype=npdt)

@@ -285,18 +285,39 @@ START_TEST(unsupported)
     ck_assert_str_eq(m.unsupported_why, "zarr.json: \"chunk_grid\": rectilinear \"kind\" "
                                         "\"external\" is not supported (only \"inline\")");
     zf_node_meta_free(&m);
-    /* sharding in a rectilinear grid */
-    ck_assert_int_eq(
-        parse_grid("[6]",
-                   "{\"name\": \"rectilinear\", \"configuration\": {\"kind\": \"inline\", "
-                   "\"chunk_shapes\": [[2, 4]]}}",
-                   "[{\"name\": \"sharding_indexed\", \"configuration\": {\"chunk_shape\": [2], "
-                   "\"codecs\": " BYTES_LE ", \"index_codecs\": " BYTES_LE "}}]",
-                   &m, &err),
-        ZF_OK);
+    /* sharding in a rectilinear grid: served when it is the only codec and its inner chunk
+     * divides every shard edge (zarrs' rule) */
+#define SHARD2 "{\"name\": \"sharding_indexed\", \"configuration\": {\"chunk_shape\": [2], " \
+               "\"codecs\": " BYTES_LE ", \"index_codecs\": " BYTES_LE "}}"
+#define RECT(list) "{\"name\": \"rectilinear\", \"configuration\": {\"kind\": \"inline\", " \
+                   "\"chunk_shapes\": [" list "]}}"
+    ck_assert_int_eq(parse_grid("[6]", RECT("[2, 4]"), "[" SHARD2 "]", &m, &err), ZF_OK);
+    ck_assert_int_eq(m.unsupported, ZF_OK);
+    ck_assert_ptr_nonnull(m.array.rect);
+    zf_node_meta_free(&m);
+    ck_assert_int_eq(parse_grid("[6]", RECT("[4, 3, 1]"), "[" SHARD2 "]", &m, &err),
+                     ZF_ERR_INVALID);
+    ck_assert_str_eq(err.msg, "zarr.json: \"codecs\": sharding_indexed: \"chunk_shape\": 2 does "
+                              "not divide the shard edge 3 along dimension 0 of the rectilinear "
+                              "grid");
+    zf_node_meta_free(&m);
+    ck_assert_int_eq(parse_grid("[6]", RECT("[2, 4]"), "[" SHARD2 ", {\"name\": \"crc32c\"}]", &m,
+                                &err),
+                     ZF_OK);
     ck_assert_int_eq(m.unsupported, ZF_ERR_UNSUPPORTED);
     ck_assert_str_eq(m.unsupported_why, "zarr.json: \"codecs\": sharding_indexed inside a "
-                                        "\"rectilinear\" chunk grid is not supported");
+                                        "\"rectilinear\" chunk grid must be the only codec");
+    zf_node_meta_free(&m);
+    /* 65 shard shapes (edges 2, 4, ..., 130 along one dimension): more than zarrfs keeps */
+    char list[1024];
+    size_t o = 0;
+    for (int i = 1; i <= 65; i++)
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%d", i > 1 ? ", " : "", 2 * i);
+    char grid[1200];
+    snprintf(grid, sizeof grid, RECT("[%s]"), list);
+    ck_assert_int_eq(parse_grid("[4290]", grid, "[" SHARD2 "]", &m, &err), ZF_OK);
+    ck_assert_int_eq(m.unsupported, ZF_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(m.unsupported_why, "of more than 64 shard shapes"));
     zf_node_meta_free(&m);
     /* a reshape fixed to the largest chunk does not fit the smallest: invalid */
     zf_status st = parse_grid(
