@@ -29,6 +29,9 @@ regular per repetition, then the median.
   ZF_BENCH_RECT_LAYOUTS=both,rows
   ZF_BENCH_REPS=5, ZF_BENCH_DIR, ZF_BENCH_CACHE, ZF_BENCH_COLD_PRETOUCH=2G, ZARRFS (harness.py)
   ZF_PASSTHROUGH (default build/bench/zf_passthrough; skipped when missing)
+  ZF_BENCH_RECT_BASELINE=OTHER/zarrfs: another binary (the code before the rectilinear grid)
+               reading the regular store as a fourth side: the regular grid's hot path, before
+               and after (ratio regular / baseline)
 """
 import json
 import os
@@ -98,14 +101,15 @@ def write_store(path, a, grid, row_edges, col_edges, codec):
     return path
 
 
-def one_read(cfg, store, mnt, logfile, nbytes, pretouch, passthrough=None):
-    """Seconds of one whole-file stream on a fresh mount (zarrfs, or the passthrough over the
-    raw file), and the daemon's CPU seconds."""
+def one_read(cfg, store, mnt, logfile, nbytes, pretouch, passthrough=None, binary=None):
+    """Seconds of one whole-file stream on a fresh mount (zarrfs, `binary` instead of cfg's
+    zarrfs, or the passthrough over the raw file), and the daemon's CPU seconds."""
     if passthrough:
         d = H.Daemon([passthrough, store, mnt, "-f", "-o", "max_read=1048576"], mnt, logfile,
                      one_file=True)
     else:
-        d = H.zarrfs_daemon(cfg, store, mnt, logfile, one_file=True)
+        d = H.zarrfs_daemon(dict(cfg, zarrfs=binary or cfg["zarrfs"]), store, mnt, logfile,
+                            one_file=True)
     with d:
         path = d.file
         H.pretouch(pretouch)
@@ -133,7 +137,8 @@ def main():
                   codecs=H.env("ZF_BENCH_RECT_CODECS", "none,lz4").split(","),
                   layouts=H.env("ZF_BENCH_RECT_LAYOUTS", "both,rows").split(","),
                   pretouch=H.parse_size(H.env("ZF_BENCH_COLD_PRETOUCH", "2G")),
-                  passthrough=H.env("ZF_PASSTHROUGH", H.DEFAULT_PASSTHROUGH))
+                  passthrough=H.env("ZF_PASSTHROUGH", H.DEFAULT_PASSTHROUGH),
+                  baseline=H.env("ZF_BENCH_RECT_BASELINE", ""))
     rows = H.rows_for(cfg["mib"] * H.MiB, multiple=2048)
     nbytes = rows * H.COLS * 4
     s = H.Session("bench_rect", cfg)
@@ -170,29 +175,40 @@ def main():
                 t, cpu = one_read(cfg, stores[side], mnt, logfile, nbytes, cfg["pretouch"])
                 rep["%s_mbps" % side] = H.mbps(nbytes, t)
                 rep["%s_cpu" % side] = cpu / t
+            if cfg["baseline"]:
+                t, _cpu = one_read(cfg, stores["regular"], mnt, logfile, nbytes,
+                                   cfg["pretouch"], binary=cfg["baseline"])
+                rep["baseline_mbps"] = H.mbps(nbytes, t)
+                rep["regular_vs_baseline"] = rep["regular_mbps"] / rep["baseline_mbps"]
             if use_pt:
                 H.prewarm(raw)
                 t, _cpu = one_read(cfg, raw, mnt, logfile, nbytes, cfg["pretouch"],
                                    passthrough=cfg["passthrough"])
                 rep["passthrough_mbps"] = H.mbps(nbytes, t)
             rep["ratio"] = rep["rectilinear_mbps"] / rep["regular_mbps"]
-            H.log("  %s %s rep %d: regular %.0f, rectilinear %.0f MB/s (%.3f)%s"
+            H.log("  %s %s rep %d: regular %.0f, rectilinear %.0f MB/s (%.3f)%s%s"
                   % (lay, codec, r + 1, rep["regular_mbps"], rep["rectilinear_mbps"], rep["ratio"],
-                     ", passthrough %.0f" % rep["passthrough_mbps"] if use_pt else ""))
+                     ", passthrough %.0f" % rep["passthrough_mbps"] if use_pt else "",
+                     ", baseline regular %.0f (%.3f)" % (rep["baseline_mbps"],
+                                                        rep["regular_vs_baseline"])
+                     if cfg["baseline"] else ""))
             reps.append(rep)
         res = H.summarize(reps)
         results[lay + "/" + codec] = {"reps": reps, "summary": res, "chunk_shapes": cs}
         m = res["median"]
-        rows_md.append("| %s | %s | %.0f | %.0f | %s | %s | %s | %.0f%% / %.0f%% |"
+        rows_md.append("| %s | %s | %.0f | %.0f | %s | %s | %s | %s | %.0f%% / %.0f%% |"
                        % (lay, H.CODEC_LABEL[codec], m["regular_mbps"], m["rectilinear_mbps"],
                           "**%.3f** (≥ %.2f %s)" % (m["ratio"], TARGET,
                                                     "✓" if m["ratio"] >= TARGET else "✗"),
                           H.rng(res, "ratio", "%.3f"),
                           "%.0f" % m["passthrough_mbps"] if use_pt else "–",
+                          "%.0f (%.3f)" % (m["baseline_mbps"], m["regular_vs_baseline"])
+                          if cfg["baseline"] else "–",
                           100 * m["regular_cpu"], 100 * m["rectilinear_cpu"]))
     md = ("| layout | codec | regular MB/s | rectilinear MB/s | rectilinear / regular (target) "
-          "| spread | passthrough MB/s | daemon CPU: regular / rectilinear |\n"
-          "|---|---|--:|--:|--:|--:|--:|--:|\n" + "\n".join(rows_md))
+          "| spread | passthrough MB/s | baseline regular MB/s (regular / baseline) "
+          "| daemon CPU: regular / rectilinear |\n"
+          "|---|---|--:|--:|--:|--:|--:|--:|--:|\n" + "\n".join(rows_md))
     s.finish(os.path.join(work, "results"), "bench-rect", results, md,
              "MB = 1e6 bytes; medians of %d; ratio per repetition, then the median; every read "
              "on a fresh cached mount (-o cache_size=%s), 4 MiB readv()s into one buffer, %s "

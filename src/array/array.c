@@ -136,7 +136,9 @@ void zf_grid_chunk_coords(const zf_grid *g, uint64_t index, uint64_t *chunk_coor
  * element in one chunk. */
 static void collapse(const zf_grid *g, zf_grid *c)
 {
-    memset(c, 0, sizeof *c);
+    /* Only ndim, shape, chunks and grid of the first c->ndim dimensions are set (all the walk
+     * reads): clearing the whole struct, edges included, cost a tenth of a run's time. */
+    c->rect = false;
     if (g->ndim == 0) {
         c->ndim = 1;
         c->shape[0] = c->chunks[0] = c->grid[0] = 1;
