@@ -383,6 +383,29 @@ class Write(zf.TestCase):
             self.assertBytesEqual(zf.read_all(m.path(name)), flat(self.wants[name][:2]),
                                   "shrunk")
 
+    def test_truncate_sharded(self):
+        """Shards of differing shapes (rows 4, 2, 2, 2, 4): a shrink into the third shard row
+        erases the shard rows past it and sets the fill value in the rest of that shard."""
+        name = "i4_sharded"
+        model = self.wants[name].copy()
+        fill = ARRAYS[name][4]
+        row = 10 * 4
+        with zf.Mount(self.store, options=["rw"], label="rect-ts") as m:
+            p = m.path(name)
+            os.truncate(p, 7 * row)            # inside the shard of rows [6, 8)
+            self.assertErrno(errno.EINVAL, os.truncate, p, 15 * row)  # edges sum to 14
+            os.truncate(p, 14 * row)           # up to the sum: the fill value past row 7
+            want = np.full((14, 10), fill, model.dtype)
+            want[:7] = model[:7]
+            self.assertBytesEqual(zf.read_all(p), flat(want), "grown back")
+            os.truncate(p, 7 * row)
+        for dirpath, _dirs, files in os.walk(os.path.join(self.store, name, "c")):
+            rel = os.path.relpath(dirpath, os.path.join(self.store, name, "c"))
+            if files and rel != ".":
+                self.assertLess(int(rel.split(os.sep)[0]), 3,
+                                "shards past the end not erased: %s %s" % (rel, files))
+        self.check_store(name, model[:7])
+
     def test_integer_first_dimension_grows(self):
         tmp = os.path.join(self.tmp, "g.zarr")
         want = write_rect(tmp, "a", np.arange(7 * 5, dtype="<u2").reshape(7, 5),
