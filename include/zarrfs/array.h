@@ -3,8 +3,9 @@
  * The flat view (DESIGN.md, "The file-system view") is every element of the array in C order,
  * each in the flat encoding; its size is product(shape) * itemsize bytes. A byte offset maps to
  * element index offset / itemsize, then to coordinates, then (Zarr v2 "Chunks", v3 "regular chunk
- * grid") to chunk coordinates coords[d] / chunks[d] and an element inside that chunk. Chunks are
- * always whole (edge chunks are padded), decoded in C order. */
+ * grid") to chunk coordinates coords[d] / chunks[d] and an element inside that chunk — or, for
+ * a rectilinear chunk grid, the chunk whose edges hold coords[d]. Chunks are always whole (edge
+ * chunks are padded), decoded in C order, each in its own shape. */
 #ifndef ZARRFS_ARRAY_H
 #define ZARRFS_ARRAY_H
 
@@ -21,28 +22,51 @@
 
 /* --- chunk-grid arithmetic (no I/O) --- */
 
-/* A regular chunk grid over an array of `ndim` dims (ndim 0 is one element in one chunk). */
+/* A chunk grid over an array of `ndim` dims (ndim 0 is one element in one chunk): regular
+ * (v3 "regular chunk grid", v2 "chunks") or rectilinear (zarr-extensions "rectilinear": edge
+ * lengths varying along some dimensions, zf_chunk_edges in meta.h). Along a dimension d with
+ * edges[d] == NULL the chunks are regular, chunks[d] elements each; along one with edges[d]
+ * set (a rectilinear dimension of several runs) chunk c spans the elements the runs give it,
+ * found by binary search over the runs (once per chunk a run of elements enters, never per
+ * element). Chunks are whole: those at the end may reach past the array (padding). */
 typedef struct zf_grid {
     unsigned ndim;
     uint64_t shape[ZF_MAX_DIMS];  /* elements */
-    uint64_t chunks[ZF_MAX_DIMS]; /* elements per chunk, >= 1 */
-    uint64_t grid[ZF_MAX_DIMS];   /* chunks per dimension: ceil(shape / chunks) */
+    uint64_t chunks[ZF_MAX_DIMS]; /* elements per chunk, >= 1 (rectilinear dimensions: the
+                                     largest edge length) */
+    uint64_t grid[ZF_MAX_DIMS];   /* chunks per dimension: ceil(shape / chunks), or the
+                                     rectilinear dimension's chunks reaching into the array */
+    const zf_chunk_edges *edges[ZF_MAX_DIMS]; /* borrowed; NULL: regular along d */
+    bool rect;                    /* some edges[d] is set */
 } zf_grid;
 
-/* Fill grid from shape and chunk shape (chunks[d] >= 1). */
+/* Fill grid from shape and chunk shape (chunks[d] >= 1): a regular grid. */
 void zf_grid_init(zf_grid *g, unsigned ndim, const uint64_t *shape, const uint64_t *chunks);
+/* The grid of an array's metadata: regular, or rectilinear when a->rect is set (the grid
+ * borrows a->rect: a must outlive it). */
+void zf_grid_init_meta(zf_grid *g, const zf_array_meta *a);
 /* Elements in the array (0 when any dimension is 0). */
 uint64_t zf_grid_nelems(const zf_grid *g);
 /* Chunks in the grid. */
 uint64_t zf_grid_nchunks(const zf_grid *g);
 /* C-order element index -> coordinates (elem < nelems). */
 void zf_grid_unravel(const zf_grid *g, uint64_t elem, uint64_t *coords);
-/* Coordinates of an element -> its chunk's coordinates and its C-order index inside the chunk. */
+/* Coordinates of an element -> its chunk's coordinates and its C-order index inside the chunk
+ * (of that chunk's own shape). */
 void zf_grid_locate(const zf_grid *g, const uint64_t *coords, uint64_t *chunk_coords,
                     uint64_t *in_chunk);
 /* Chunk coordinates -> C-order linear chunk index, and back. */
 uint64_t zf_grid_chunk_index(const zf_grid *g, const uint64_t *chunk_coords);
 void zf_grid_chunk_coords(const zf_grid *g, uint64_t index, uint64_t *chunk_coords);
+/* The chunk at chunk_coords: its first element's coordinates (origin, may be NULL) and its
+ * shape in elements (shape, may be NULL; the whole chunk, padding past the array's end
+ * included — what its stored form decodes to). Returns its element count. */
+uint64_t zf_grid_chunk_box(const zf_grid *g, const uint64_t *chunk_coords, uint64_t *origin,
+                           uint64_t *shape);
+/* Along dimension d: the chunk index holding element x, its first element *lo and edge length
+ * *edge (x < shape[d]; any x for a regular dimension). */
+void zf_grid_chunk_along(const zf_grid *g, unsigned d, uint64_t x, uint64_t *chunk, uint64_t *lo,
+                         uint64_t *edge);
 
 /* A maximal run of elements contiguous both in the flat view and inside one chunk. */
 typedef struct zf_run {

@@ -238,6 +238,17 @@ zf_status zf_sharding_decode_index(const zf_codec *c, const uint8_t *in, size_t 
  * so with nbytes = n * (itemsize + 1). */
 unsigned zf_codec_optional_levels(const zf_codec *c);
 
+/* A sharding_indexed codec like c for shards of another shape (decoded: the shard's
+ * representation, same dimensions and data type; each edge a multiple of c's inner chunk
+ * shape): the same inner codecs, index codecs and fill value (borrowed from c, which must
+ * outlive it), an index of that shard's chunks_per_shard. For chunk grids whose chunks differ in
+ * shape (zarr-extensions "rectilinear"; zarrs requires the same divisibility). Free it with
+ * zf_codec_free. Errors: ZF_ERR_INVALID (not a sharding codec, an edge the inner chunk shape
+ * does not divide, more inner chunks than a shard may hold, index codecs that do not fit the
+ * index of that shape), ZF_ERR_NOMEM. */
+zf_status zf_sharding_reshaped(const zf_codec *c, const zf_chunk_repr *decoded, zf_codec **out,
+                               zf_err *err);
+
 void zf_codec_free(zf_codec *c);
 
 /* Append a codec (ownership passes to the chain on success; on failure the caller still owns

@@ -39,10 +39,40 @@ typedef struct zf_chunk_key_encoding {
     bool prefix_joined;  /* no separator between prefix and the first coordinate (drafts) */
 } zf_chunk_key_encoding;
 
+/* One dimension of a rectilinear chunk grid (zarr-extensions chunk-grids/rectilinear: chunk
+ * edge lengths that vary along a dimension), kept run-length: run r is a sequence of chunks of
+ * equal edge length edge[r] elements. Only the chunks that reach into the array are kept (those
+ * a declared list places wholly past the end are dropped), so the memory is one run per distinct
+ * stretch of the declaration, whatever its counts: `[[4, 1152921504606846976]]` is one run.
+ * Chunk c with first[r] <= c < first[r + 1] begins at element start[r] + (c - first[r]) *
+ * edge[r] and holds edge[r] elements (the last may reach past the array's end, as a regular
+ * grid's edge chunks do). Cumulative values fit in uint64: they are bounded by shape + edge. */
+typedef struct zf_chunk_edges {
+    size_t nruns;    /* 0 only for a dimension of length 0 */
+    uint64_t *edge;  /* nruns entries, each >= 1 */
+    uint64_t *first; /* nruns + 1: index of run r's first chunk; first[nruns] = chunks along the
+                        dimension (ceil-like: every chunk holding an element of the array) */
+    uint64_t *start; /* nruns + 1: element where run r begins; start[nruns] = end of the last
+                        chunk (>= the dimension's length) */
+    uint64_t extent; /* elements the declaration covers: the sum of every declared edge length,
+                        UINT64_MAX for a single integer (a regular dimension, unbounded) or when
+                        the sum overflows — how far the dimension may grow (resize) */
+} zf_chunk_edges;
+
 typedef struct zf_array_meta {
     unsigned ndim;
     uint64_t shape[ZF_MAX_DIMS];  /* elements */
-    uint64_t chunks[ZF_MAX_DIMS]; /* elements per chunk, each >= 1 */
+    uint64_t chunks[ZF_MAX_DIMS]; /* elements per chunk, each >= 1; for a rectilinear grid the
+                                     largest edge length of each dimension's chunks (the
+                                     bounding chunk: size limits, the chain's resolution) */
+    /* Rectilinear chunk grid (v3 "chunk_grid" "rectilinear"): ndim entries, one per dimension
+     * (a dimension of one run is regular along it), or NULL for a regular grid. A rectilinear
+     * declaration whose every dimension is one run (`[4, [[2, 3]]]`) is a regular grid and is
+     * kept as one (rect NULL, chunks the edges). */
+    zf_chunk_edges *rect;
+    char *chunk_shapes_json;      /* a "rectilinear" declaration's "chunk_shapes" as stored
+                                     (user.zarr.chunks), also when kept as a regular grid;
+                                     NULL for a grid declared "regular" */
     zf_dtype dtype;               /* the flat encoding's element type (its itemsize) */
     char *dtype_json;             /* data type as stored: "\"<f8\"" or a structured descr list */
     char *dtype_typestr;          /* NumPy typestr of the flat encoding; a JSON descr for
@@ -137,7 +167,8 @@ zf_status zf_meta_detect_doc(const char *key, yajl_val doc, zf_format *format, z
 
 /* Parse a final Zarr v3 zarr.json (v3 core "Metadata": node_type group or array) into meta.
  * Data types are the flat encoding's (little-endian); fill_value in every form of v3
- * "data-types" (and the zarr-python 3 extension types); chunk_grid "regular";
+ * "data-types" (and the zarr-python 3 extension types); chunk_grid "regular" or
+ * "rectilinear" (zarr-extensions; zf_array_meta.rect);
  * chunk_key_encoding "default" or "v2"; codecs via zf_chain_from_v3. Invalid documents are
  * ZF_ERR_INVALID with err = `<key>: "<field>": <what>`. Unknown data types, codecs, chunk grids,
  * storage transformers, extension fields with must_understand true, and variable-length data
@@ -171,8 +202,26 @@ bool zf_array_meta_read_only(const zf_array_meta *a);
  * variable-length or not known, or the size reaches 2^63 bytes. */
 bool zf_array_meta_flat_size(const zf_array_meta *a, uint64_t *bytes);
 
-/* Number of elements in one chunk (product of chunks); bytes = that * itemsize. */
+/* Number of elements in one chunk (product of chunks); bytes = that * itemsize. For a
+ * rectilinear grid: of the bounding chunk (the largest edge length of each dimension). */
 uint64_t zf_array_meta_chunk_elems(const zf_array_meta *a);
+
+/* A rectilinear dimension's chunk holding element x (x < e->start[e->nruns]): its index
+ * *chunk, first element *lo and edge length *edge — a binary search over the runs,
+ * O(log nruns). Returns the index of the run holding it. */
+size_t zf_chunk_edges_find(const zf_chunk_edges *e, uint64_t x, uint64_t *chunk, uint64_t *lo,
+                         uint64_t *edge);
+/* Chunk c (c < e->first[e->nruns]) of a rectilinear dimension: its first element *lo and edge
+ * length *edge, O(log nruns). */
+void zf_chunk_edges_chunk(const zf_chunk_edges *e, uint64_t c, uint64_t *lo, uint64_t *edge);
+
+/* The distinct chunk shapes of a rectilinear grid (a->rect set): fn(ctx, shape) for each
+ * combination of the distinct edge lengths of each dimension's runs (shape: ndim entries,
+ * elements), in no particular order, stopping at the first non-zero return, which is returned.
+ * When there are more than `max` combinations nothing is called and *too_many is set. */
+int zf_array_meta_chunk_shapes(const zf_array_meta *a, size_t max,
+                               int (*fn)(void *ctx, const uint64_t *shape), void *ctx,
+                               bool *too_many);
 
 /* The store key of chunk `coords` below prefix ("" or "group/array"), as a->key_encoding says
  * (see zf_chunk_key_encoding): v2 "0.0" / "0/0" ("0" for a 0-d array), v3 "c/0/0", drafts

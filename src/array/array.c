@@ -52,10 +52,61 @@ void zf_grid_unravel(const zf_grid *g, uint64_t elem, uint64_t *coords)
     }
 }
 
+void zf_grid_init_meta(zf_grid *g, const zf_array_meta *a)
+{
+    zf_grid_init(g, a->ndim, a->shape, a->chunks);
+    for (unsigned d = 0; a->rect && d < a->ndim; d++)
+        if (a->rect[d].nruns > 1) { /* one run is regular along d: chunks[d] is its edge */
+            g->edges[d] = &a->rect[d];
+            g->grid[d] = a->rect[d].first[a->rect[d].nruns];
+            g->rect = true;
+        }
+}
+
+void zf_grid_chunk_along(const zf_grid *g, unsigned d, uint64_t x, uint64_t *chunk, uint64_t *lo,
+                         uint64_t *edge)
+{
+    if (g->edges[d]) {
+        zf_chunk_edges_find(g->edges[d], x, chunk, lo, edge);
+        return;
+    }
+    *edge = g->chunks[d];
+    *chunk = x / g->chunks[d];
+    *lo = *chunk * g->chunks[d];
+}
+
+uint64_t zf_grid_chunk_box(const zf_grid *g, const uint64_t *chunk_coords, uint64_t *origin,
+                           uint64_t *shape)
+{
+    uint64_t n = 1;
+    for (unsigned d = 0; d < g->ndim; d++) {
+        uint64_t lo, edge = g->chunks[d];
+        if (g->edges[d])
+            zf_chunk_edges_chunk(g->edges[d], chunk_coords[d], &lo, &edge);
+        else
+            lo = chunk_coords[d] * edge;
+        if (origin)
+            origin[d] = lo;
+        if (shape)
+            shape[d] = edge;
+        n *= edge;
+    }
+    return n;
+}
+
 void zf_grid_locate(const zf_grid *g, const uint64_t *coords, uint64_t *chunk_coords,
                     uint64_t *in_chunk)
 {
     uint64_t idx = 0;
+    if (g->rect) {
+        for (unsigned d = 0; d < g->ndim; d++) {
+            uint64_t lo, edge;
+            zf_grid_chunk_along(g, d, coords[d], &chunk_coords[d], &lo, &edge);
+            idx = idx * edge + (coords[d] - lo);
+        }
+        *in_chunk = idx;
+        return;
+    }
     for (unsigned d = 0; d < g->ndim; d++) {
         chunk_coords[d] = coords[d] / g->chunks[d];
         idx = idx * g->chunks[d] + coords[d] % g->chunks[d];
@@ -85,7 +136,9 @@ void zf_grid_chunk_coords(const zf_grid *g, uint64_t index, uint64_t *chunk_coor
  * element in one chunk. */
 static void collapse(const zf_grid *g, zf_grid *c)
 {
-    memset(c, 0, sizeof *c);
+    /* Only ndim, shape, chunks and grid of the first c->ndim dimensions are set (all the walk
+     * reads): clearing the whole struct, edges included, cost a tenth of a run's time. */
+    c->rect = false;
     if (g->ndim == 0) {
         c->ndim = 1;
         c->shape[0] = c->chunks[0] = c->grid[0] = 1;
@@ -106,9 +159,101 @@ static void collapse(const zf_grid *g, zf_grid *c)
     c->ndim = n;
 }
 
+/* ----- runs over a rectilinear grid -----
+ * The same walk as the regular one below, with each dimension's current chunk remembered:
+ * a run looks its chunk up (a binary search over a rectilinear dimension's runs) only when it
+ * leaves the chunk the previous run was in, so a sequential sweep pays O(log runs) per chunk
+ * boundary crossed, nothing per element. Dimensions that every chunk spans whole merge into the
+ * one before as in collapse(); a rectilinear dimension merged into so counts `scale` elements
+ * per index of its own. */
+typedef struct rdim {
+    uint64_t shape, chunk, grid; /* merged elements; regular: merged chunk edge */
+    uint64_t scale;              /* rectilinear: merged elements per index of e's dimension */
+    const zf_chunk_edges *e;
+    uint64_t lo, hi, c;          /* the chunk last found: merged elements [lo, hi), index c */
+    size_t run;                  /* rectilinear: e's run holding chunk c */
+} rdim;
+
+/* Make r's current chunk the one holding x: the same, the next one (a run walking on along
+ * the dimension: O(1)), or a binary search. */
+static void rdim_at(rdim *r, uint64_t x)
+{
+    if (x >= r->lo && x < r->hi)
+        return;
+    uint64_t c, lo, edge;
+    if (!r->e) {
+        edge = r->chunk;
+        c = x / edge;
+        lo = c * edge;
+    } else if (x == r->hi && r->hi > r->lo &&
+               (r->c + 1 < r->e->first[r->run + 1] || r->run + 1 < r->e->nruns)) {
+        if (r->c + 1 == r->e->first[r->run + 1])
+            r->run++;
+        c = r->c + 1;
+        lo = r->hi;
+        edge = r->e->edge[r->run] * r->scale; /* within a chunk's elements: no overflow */
+    } else {
+        r->run = zf_chunk_edges_find(r->e, x / r->scale, &c, &lo, &edge);
+        lo *= r->scale;
+        edge *= r->scale;
+    }
+    r->c = c;
+    r->lo = lo;
+    r->hi = lo + edge;
+}
+
+static zf_status rect_runs(const zf_grid *g, uint64_t elem_begin, uint64_t elem_end,
+                           zf_run_fn fn, void *ctx)
+{
+    rdim c[ZF_MAX_DIMS];
+    unsigned n = 0;
+    for (unsigned d = 0; d < g->ndim; d++) {
+        if (d > 0 && !g->edges[d] && g->chunks[d] == g->shape[d]) {
+            c[n - 1].shape *= g->shape[d];
+            if (c[n - 1].e)
+                c[n - 1].scale *= g->shape[d];
+            else
+                c[n - 1].chunk *= g->shape[d];
+        } else {
+            c[n++] = (rdim){.shape = g->shape[d], .chunk = g->chunks[d], .grid = g->grid[d],
+                            .scale = 1, .e = g->edges[d], .lo = 1, .hi = 0};
+        }
+    }
+    unsigned last = n - 1;
+    uint64_t coords[ZF_MAX_DIMS], rest = elem_begin;
+    for (unsigned d = n; d-- > 0;) {
+        coords[d] = rest % c[d].shape;
+        rest /= c[d].shape;
+    }
+    for (uint64_t elem = elem_begin; elem < elem_end;) {
+        zf_run run = {.elem = elem};
+        for (unsigned d = 0; d < n; d++) {
+            rdim_at(&c[d], coords[d]);
+            run.chunk = run.chunk * c[d].grid + c[d].c;
+            run.in_chunk = run.in_chunk * (c[d].hi - c[d].lo) + (coords[d] - c[d].lo);
+        }
+        uint64_t lim = c[last].hi < c[last].shape ? c[last].hi : c[last].shape;
+        run.count = lim - coords[last];
+        if (run.count > elem_end - elem)
+            run.count = elem_end - elem;
+        zf_status st = fn(ctx, &run);
+        if (st != ZF_OK)
+            return st;
+        elem += run.count;
+        coords[last] += run.count;
+        for (unsigned d = last; d > 0 && coords[d] >= c[d].shape; d--) {
+            coords[d] = 0;
+            coords[d - 1]++;
+        }
+    }
+    return ZF_OK;
+}
+
 zf_status zf_grid_runs(const zf_grid *g, uint64_t elem_begin, uint64_t elem_end, zf_run_fn fn,
                        void *ctx)
 {
+    if (g->rect)
+        return elem_begin < elem_end ? rect_runs(g, elem_begin, elem_end, fn, ctx) : ZF_OK;
     zf_grid c;
     collapse(g, &c);
     if (elem_begin >= elem_end)
@@ -177,15 +322,36 @@ uint64_t zf_array_now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Decode one stored chunk (raw, consumed) into a new buffer of chunk_nbytes. */
-static zf_status decode_chunk(zf_array *a, const char *what, zf_bytes *raw, void **data,
-                              size_t *size, zf_err *err)
+void zf_array_chunk_repr(const zf_array *a, const uint64_t *cc, zf_chunk_repr *r)
+{
+    if (!a->grid.rect) {
+        *r = a->decoded;
+        return;
+    }
+    *r = (zf_chunk_repr){.ndim = a->decoded.ndim, .dtype = a->decoded.dtype};
+    /* within the bounding chunk's bytes, checked at parse time */
+    r->nbytes = (size_t)zf_grid_chunk_box(&a->grid, cc, NULL, r->shape) * a->itemsize;
+}
+
+size_t zf_array_chunk_nbytes(const zf_array *a, uint64_t chunk)
+{
+    if (!a->grid.rect)
+        return a->chunk_nbytes;
+    uint64_t cc[ZF_MAX_DIMS];
+    zf_grid_chunk_coords(&a->grid, chunk, cc);
+    return (size_t)zf_grid_chunk_box(&a->grid, cc, NULL, NULL) * a->itemsize;
+}
+
+/* Decode one stored chunk (raw, consumed) of representation dec into a new buffer of
+ * dec->nbytes. */
+static zf_status decode_chunk(zf_array *a, const zf_chunk_repr *dec, const char *what,
+                              zf_bytes *raw, void **data, size_t *size, zf_err *err)
 {
     if (a->text) {
         zf_text_chunk *t = NULL;
         zf_err derr = {""};
         uint64_t t0 = zf_array_now_ns();
-        zf_status st = zf_chain_decode_text(a->chain, &a->decoded, raw->data, raw->len, &t,
+        zf_status st = zf_chain_decode_text(a->chain, dec, raw->data, raw->len, &t,
                                             &derr);
         decode_ns += zf_array_now_ns() - t0;
         zf_bytes_free(raw);
@@ -199,31 +365,32 @@ static zf_status decode_chunk(zf_array *a, const char *what, zf_bytes *raw, void
         *size = sizeof *t + (size_t)(t->nelems + 1) * sizeof(uint32_t) + (size_t)t->len + 1;
         return ZF_OK;
     }
-    if (a->chain->n == 0 && raw->len == a->chunk_nbytes && raw->data) {
+    size_t nbytes = dec->nbytes;
+    if (a->chain->n == 0 && raw->len == nbytes && raw->data) {
         *data = raw->data; /* stored raw: the store's buffer is the decoded chunk */
         *size = raw->len;
         n_decoded++;
         return ZF_OK;
     }
-    uint8_t *out = zf_alloc_chunk(a->chunk_nbytes); /* maybe an evicted chunk's buffer */
+    uint8_t *out = zf_alloc_chunk(nbytes); /* maybe an evicted chunk's buffer */
     if (!out) {
         zf_bytes_free(raw);
         return ZF_ERR_NOMEM;
     }
     zf_err derr = {""};
     uint64_t t0 = zf_array_now_ns();
-    zf_status st = zf_chain_decode(a->chain, &a->decoded, raw->data, raw->len, out, &derr);
+    zf_status st = zf_chain_decode(a->chain, dec, raw->data, raw->len, out, &derr);
     decode_ns += zf_array_now_ns() - t0;
     zf_bytes_free(raw);
     if (st != ZF_OK) {
         n_failed++;
-        zf_free_chunk(out, a->chunk_nbytes);
+        zf_free_chunk(out, nbytes);
         return zf_fail(err, st == ZF_ERR_NOMEM ? st : ZF_ERR_CORRUPT, "%s: %s", what,
                        derr.msg[0] ? derr.msg : zf_status_str(st));
     }
     n_decoded++;
     *data = out;
-    *size = a->chunk_nbytes;
+    *size = nbytes;
     return ZF_OK;
 }
 
@@ -242,8 +409,16 @@ zf_status zf_array_stored_key(zf_array *a, const zf_grid *g, const uint64_t *cc,
                             size_t keysize, zf_err *err)
 {
     uint64_t sc[ZF_MAX_DIMS];
-    for (unsigned d = 0; d < g->ndim; d++)
-        sc[d] = cc[d] * g->chunks[d] / a->meta->chunks[d];
+    const zf_grid *top = a->nlevels ? &a->levels[0].grid : &a->grid; /* the stored chunks */
+    for (unsigned d = 0; d < g->ndim; d++) {
+        if (g->rect) /* the stored chunks' own grid */
+            sc[d] = cc[d];
+        else if (top->rect) { /* a rectilinear grid's shard holding the chunk's first element */
+            uint64_t lo, edge;
+            zf_grid_chunk_along(top, d, cc[d] * g->chunks[d], &sc[d], &lo, &edge);
+        } else
+            sc[d] = cc[d] * g->chunks[d] / a->meta->chunks[d];
+    }
     if (zf_array_meta_chunk_key(a->meta, a->prefix, sc, key, keysize) != ZF_OK)
         return zf_fail(err, ZF_ERR_INVALID, "chunk key too long");
     return ZF_OK;
@@ -273,9 +448,15 @@ static zf_status locate_inner(shard_level *l, const uint64_t *cc, uint64_t *off,
     zf_array *a = l->a;
     uint64_t sc[ZF_MAX_DIMS], pos = 0;
     for (unsigned d = 0; d < l->grid.ndim; d++) {
-        uint64_t cps = l->info.chunks_per_shard[d];
+        uint64_t cps = l->info.chunks_per_shard[d], at = cc[d] % cps;
         sc[d] = cc[d] / cps;
-        pos = pos * cps + cc[d] % cps;
+        if (l->grid.rect) { /* the shard's own chunks_per_shard along d */
+            uint64_t in = l->info.chunk_shape[d], lo, edge;
+            zf_grid_chunk_along(&l->grid, d, cc[d] * in, &sc[d], &lo, &edge);
+            cps = edge / in;
+            at = cc[d] - lo / in;
+        }
+        pos = pos * cps + at;
     }
     zf_cache_entry *e;
     zf_status st = zf_cache_get(a->cache, l->cache_id, zf_grid_chunk_index(&l->grid, sc),
@@ -289,6 +470,23 @@ static zf_status locate_inner(shard_level *l, const uint64_t *cc, uint64_t *off,
     }
     zf_cache_release(a->cache, e);
     return pairs && *off != UINT64_MAX ? ZF_OK : ZF_ERR_NOT_FOUND;
+}
+
+void zf_array_level_shard(const shard_level *l, const uint64_t *sc, const zf_codec **codec,
+                          const zf_sharding **info)
+{
+    *codec = l->codec;
+    *info = &l->info;
+    if (!l->nvariants)
+        return;
+    uint64_t shape[ZF_MAX_DIMS];
+    zf_grid_chunk_box(&l->grid, sc, NULL, shape);
+    for (size_t i = 0; i < l->nvariants; i++)
+        if (!memcmp(l->variants[i].shape, shape, l->grid.ndim * sizeof *shape)) {
+            *codec = l->variants[i].codec;
+            *info = &l->variants[i].info;
+            return;
+        }
 }
 
 /* Cache loader of one level's shard index: its (offset, nbytes) pairs with offsets from the start
@@ -309,16 +507,19 @@ static zf_status load_index(void *ctx, uint64_t shard, void **data, size_t *size
     if (l->level > 0 && (st = locate_inner(&a->levels[l->level - 1], sc, &base, &len, err)))
         return st;
     coords_text(sc, l->grid.ndim, where, sizeof where);
-    size_t isz = l->info.index_nbytes;
+    const zf_codec *codec;
+    const zf_sharding *info;
+    zf_array_level_shard(l, sc, &codec, &info);
+    size_t isz = info->index_nbytes;
     zf_bytes raw;
     zf_err serr = {""};
-    if (l->level == 0 && l->info.index_at_end) {
+    if (l->level == 0 && info->index_at_end) {
         st = zf_store_get_suffix(a->store, key, isz, &raw, &len, &serr);
     } else {
         if (len < isz)
             return zf_fail(err, ZF_ERR_CORRUPT, "%s: shard [%s] holds %llu bytes, less than its "
                            "%zu-byte index", key, where, (unsigned long long)len, isz);
-        uint64_t at = l->info.index_at_end ? base + len - isz : base;
+        uint64_t at = info->index_at_end ? base + len - isz : base;
         st = zf_store_get_partial(a->store, key, at, isz, &raw, &serr);
     }
     if ((st = store_status(st, &serr, err)) != ZF_OK)
@@ -328,13 +529,13 @@ static zf_status load_index(void *ctx, uint64_t shard, void **data, size_t *size
         return zf_fail(err, ZF_ERR_CORRUPT, "%s: shard [%s] is shorter than its %zu-byte index",
                        key, where, isz);
     }
-    uint64_t *pairs = malloc(2 * sizeof(uint64_t) * l->info.nchunks);
+    uint64_t *pairs = malloc(2 * sizeof(uint64_t) * (info->nchunks ? info->nchunks : 1));
     if (!pairs) {
         zf_bytes_free(&raw);
         return ZF_ERR_NOMEM;
     }
     zf_err derr = {""};
-    st = zf_sharding_decode_index(l->codec, raw.data, raw.len, len, pairs, &derr);
+    st = zf_sharding_decode_index(codec, raw.data, raw.len, len, pairs, &derr);
     zf_bytes_free(&raw);
     if (st != ZF_OK) {
         n_failed++;
@@ -342,18 +543,19 @@ static zf_status load_index(void *ctx, uint64_t shard, void **data, size_t *size
         return zf_fail(err, st == ZF_ERR_NOMEM ? st : ZF_ERR_CORRUPT, "%s: shard [%s]: %s", key,
                        where, derr.msg[0] ? derr.msg : zf_status_str(st));
     }
-    for (uint64_t i = 0; base && i < l->info.nchunks; i++)
+    for (uint64_t i = 0; base && i < info->nchunks; i++)
         if (pairs[2 * i] != UINT64_MAX)
             pairs[2 * i] += base; /* within [0, len], so no overflow */
     *data = pairs;
-    *size = 2 * sizeof(uint64_t) * l->info.nchunks;
+    *size = 2 * sizeof(uint64_t) * info->nchunks;
     return ZF_OK;
 }
 
 /* Cache loader of one chunk of the flat view: a whole stored chunk, or one innermost chunk of a
  * shard, fetched by byte range. */
-zf_status zf_array_read_stored_chunk(zf_array *a, const char *key, void **data, size_t *size,
-                                     zf_store_version *ver, zf_err *err)
+zf_status zf_array_read_stored_chunk(zf_array *a, const char *key, const uint64_t *cc,
+                                     void **data, size_t *size, zf_store_version *ver,
+                                     zf_err *err)
 {
     zf_bytes raw;
     zf_err serr = {""};
@@ -363,7 +565,9 @@ zf_status zf_array_read_stored_chunk(zf_array *a, const char *key, void **data, 
         return st;
     char what[4200];
     snprintf(what, sizeof what, "chunk %s", key);
-    return decode_chunk(a, what, &raw, data, size, err);
+    zf_chunk_repr dec;
+    zf_array_chunk_repr(a, cc, &dec);
+    return decode_chunk(a, &dec, what, &raw, data, size, err);
 }
 
 static zf_status load_inner(zf_array *a, const char *key, const uint64_t *cc, void **data,
@@ -380,12 +584,12 @@ zf_status zf_array_load_chunk(void *ctx, uint64_t chunk, void **data, size_t *si
     if (st != ZF_OK)
         return st;
     if (a->nlevels == 0 && !a->writable)
-        return zf_array_read_stored_chunk(a, key, data, size, NULL, err);
+        return zf_array_read_stored_chunk(a, key, cc, data, size, NULL, err);
     if (a->nlevels == 0) { /* remember the version, to store over it only (array_write.c) */
         zf_chunk_record *r = calloc(1, sizeof *r);
         if (!r)
             return ZF_ERR_NOMEM;
-        st = zf_array_read_stored_chunk(a, key, data, size, &r->stored, err);
+        st = zf_array_read_stored_chunk(a, key, cc, data, size, &r->stored, err);
         r->stored_known = st == ZF_OK || st == ZF_ERR_NOT_FOUND;
         r->stored_absent = st == ZF_ERR_NOT_FOUND;
         if (r->stored_known)
@@ -426,7 +630,53 @@ static zf_status load_inner(zf_array *a, const char *key, const uint64_t *cc, vo
         zf_bytes_free(&raw);
         return zf_fail(err, ZF_ERR_CORRUPT, "%s: the shard ends first", what);
     }
-    return decode_chunk(a, what, &raw, data, size, err);
+    return decode_chunk(a, &a->decoded, what, &raw, data, size, err);
+}
+
+/* The sharding codecs of level 0's shard shapes (a rectilinear grid; zf_array_meta_chunk_shapes
+ * enumerates them, at most 64 as the metadata was checked). */
+typedef struct variants_ctx {
+    shard_level *l;
+    const zf_array_meta *meta;
+    size_t cap;
+    zf_err *err;
+} variants_ctx;
+
+static int add_variant(void *ctx, const uint64_t *shape)
+{
+    variants_ctx *c = ctx;
+    shard_level *l = c->l;
+    if (l->nvariants == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 8;
+        shard_variant *v = realloc(l->variants, cap * sizeof *v);
+        if (!v)
+            return ZF_ERR_NOMEM;
+        l->variants = v;
+        c->cap = cap;
+    }
+    shard_variant *v = &l->variants[l->nvariants];
+    zf_chunk_repr r = {.ndim = c->meta->ndim, .dtype = c->meta->dtype,
+                       .nbytes = c->meta->dtype.itemsize};
+    for (unsigned d = 0; d < r.ndim; d++) {
+        r.shape[d] = v->shape[d] = shape[d];
+        r.nbytes *= (size_t)shape[d]; /* within the bounding shard, checked at parse time */
+    }
+    zf_status st = zf_sharding_reshaped(l->codec, &r, &v->codec, c->err);
+    if (st != ZF_OK)
+        return st;
+    zf_codec_sharding(v->codec, &v->info);
+    l->nvariants++;
+    return ZF_OK;
+}
+
+static zf_status shard_variants(shard_level *l, const zf_array_meta *meta, zf_err *err)
+{
+    variants_ctx c = {l, meta, 0, err};
+    bool too_many;
+    zf_status st = (zf_status)zf_array_meta_chunk_shapes(meta, 64, add_variant, &c, &too_many);
+    if (st == ZF_OK && too_many)
+        st = zf_fail(err, ZF_ERR_UNSUPPORTED, "more than 64 shard shapes");
+    return st;
 }
 
 /* The mask view of optional array a (opened, not yet published): a copy of a reading the
@@ -492,14 +742,27 @@ zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta
         *l = (shard_level){.a = a, .level = a->nlevels, .codec = a->chain->codecs[0],
                            .info = info,
                            .cache_id = array_id | (uint64_t)(a->nlevels + 1) << 56};
-        zf_grid_init(&l->grid, meta->ndim, meta->shape, cshape);
+        if (a->nlevels == 0 && meta->rect) { /* shards of differing shapes */
+            zf_grid_init_meta(&l->grid, meta);
+            zf_status st = shard_variants(l, meta, err);
+            if (st != ZF_OK) {
+                a->nlevels++; /* so that closing frees its variants */
+                zf_array_close(a);
+                return st;
+            }
+        } else {
+            zf_grid_init(&l->grid, meta->ndim, meta->shape, cshape);
+        }
         cshape = l->info.chunk_shape; /* not info's: the next iteration overwrites it */
         a->chain = info.codecs;
         a->decoded = *info.inner;
         a->chunk_nbytes = info.inner->nbytes;
         a->nlevels++;
     }
-    zf_grid_init(&a->grid, meta->ndim, meta->shape, cshape);
+    if (a->nlevels == 0)
+        zf_grid_init_meta(&a->grid, meta); /* regular or rectilinear */
+    else
+        zf_grid_init(&a->grid, meta->ndim, meta->shape, cshape);
     a->nbytes = zf_grid_nelems(&a->grid) * a->itemsize; /* bounded by 2^63 at parse time */
     if (zf_array_meta_is_text(meta)) {
         a->itemsize = 0;
@@ -520,9 +783,11 @@ zf_status zf_array_open(zf_store *store, const char *prefix, const zf_array_meta
     a->band_elems = !meta->ndim                        ? 1
                     : a->grid.chunks[0] < meta->shape[0] ? a->grid.chunks[0]
                                                          : meta->shape[0];
+    a->row_elems = 1;
     for (unsigned d = 1; d < meta->ndim; d++) {
         a->band_chunks *= a->grid.grid[d]; /* <= number of elements, so no overflow */
         a->band_elems *= meta->shape[d];
+        a->row_elems *= meta->shape[d];
     }
     uint64_t band = a->band_chunks && a->chunk_nbytes > UINT64_MAX / a->band_chunks
                         ? UINT64_MAX
@@ -561,11 +826,29 @@ void zf_array_close(zf_array *a)
         free(a->mask->prefix);
         free(a->mask);
     }
+    for (unsigned i = 0; i < a->nlevels; i++) {
+        for (size_t k = 0; k < a->levels[i].nvariants; k++)
+            zf_codec_free(a->levels[i].variants[k].codec);
+        free(a->levels[i].variants);
+    }
     free(a->prefix);
     free(a);
 }
 
 /* ----- parallel prefetch of the chunks one read touches ----- */
+
+/* The band (chunk index along the first dimension) of element elem of the flat view; the
+ * number of bands at or past the end. */
+static uint64_t band_of(const zf_array *a, uint64_t elem)
+{
+    if (!a->grid.edges[0])
+        return elem / a->band_elems;
+    uint64_t row = elem / a->row_elems, c, lo, edge;
+    if (row >= a->grid.shape[0])
+        return a->grid.grid[0];
+    zf_chunk_edges_find(a->grid.edges[0], row, &c, &lo, &edge);
+    return c;
+}
 
 #define PREFETCH_MAX 64
 
@@ -583,7 +866,7 @@ static void prefetch_run(void *arg)
     /* A busy pool can run a readahead task late, after the reader went through that band
      * itself: loading it again would only evict chunks the reader is about to use. */
     bool passed = t->ahead && t->chunk / a->band_chunks <
-                                  atomic_load(&a->last_end) / a->itemsize / a->band_elems;
+                                  band_of(a, atomic_load(&a->last_end) / a->itemsize);
     if (!passed && zf_cache_get(a->cache, a->id, t->chunk, zf_array_load_chunk, a, &e, NULL) == ZF_OK)
         zf_cache_release(a->cache, e);
     free(t);
@@ -630,6 +913,18 @@ static bool queue_load(zf_array *a, uint64_t chunk, bool ahead)
     return true;
 }
 
+/* The band just past bands [first, ...) that together span at least `rows` rows (at most
+ * 4096 bands, at most to the grid's end): rectilinear first dimensions. */
+static uint64_t bands_covering(const zf_array *a, uint64_t first, uint64_t rows)
+{
+    uint64_t b = first, got = 0, lo, edge;
+    while (b < a->grid.grid[0] && got < rows && b - first < 4096) {
+        zf_chunk_edges_chunk(a->grid.edges[0], b++, &lo, &edge);
+        got += edge;
+    }
+    return b;
+}
+
 /* Readahead across bands: while a sequential reader is in band b, decode bands b + 1 ..
  * b + readahead on the pool, so that it does not stall at every band boundary (for a remote
  * store: so that fetches overlap). Only as many bands as fit well in the cache. */
@@ -647,11 +942,14 @@ static void readahead_band(zf_array *a, uint64_t offset, size_t len)
     uint64_t ahead = want < fit ? want : fit;
     if (!sequential || a->meta->ndim == 0 || ahead == 0)
         return;
-    uint64_t next = offset / a->itemsize / a->band_elems + 1; /* the band after this read's */
+    uint64_t next = band_of(a, offset / a->itemsize) + 1; /* the band after this read's */
     uint64_t queued = atomic_load(&a->next_band);              /* bands below it are queued */
     if (queued > next + ahead && atomic_compare_exchange_strong(&a->next_band, &queued, next))
         queued = next; /* a new pass from further back: read ahead again from here */
     uint64_t end = next + ahead < a->grid.grid[0] ? next + ahead : a->grid.grid[0];
+    if (a->grid.edges[0]) /* bands of differing heights: as many rows ahead as `ahead` of the
+                             tallest bands (a short band next would starve the decoders) */
+        end = bands_covering(a, next, ahead * a->grid.chunks[0]);
     if (queued < next)
         queued = next;
     while (queued < end) { /* claim the bands [queued, end) */

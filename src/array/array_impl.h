@@ -15,13 +15,25 @@
  * then the innermost chunks; each level's shard indexes are cached too, under their own id. */
 #define MAX_SHARD_LEVELS 8
 
+/* One shard shape of a rectilinear grid's shards: its own sharding codec (zf_sharding_reshaped:
+ * the index has that shape's chunks_per_shard). */
+typedef struct shard_variant {
+    uint64_t shape[ZF_MAX_DIMS];
+    zf_codec *codec;
+    zf_sharding info;
+} shard_variant;
+
 typedef struct shard_level {
     struct zf_array *a;
     unsigned level;
     const zf_codec *codec;
     zf_sharding info;
-    zf_grid grid;      /* this level's shards over the whole array */
+    zf_grid grid;      /* this level's shards over the whole array (level 0 of a rectilinear
+                          grid: rectilinear; its inner chunks are still a regular grid, since
+                          the inner chunk shape divides every shard edge) */
     uint64_t cache_id; /* cache id of this level's decoded indexes */
+    shard_variant *variants; /* rectilinear level 0: one per distinct shard shape */
+    size_t nvariants;
 } shard_level;
 
 struct zf_array {
@@ -34,7 +46,8 @@ struct zf_array {
     zf_grid grid;
     size_t itemsize;
     uint64_t nbytes;       /* flat view */
-    size_t chunk_nbytes;   /* one decoded chunk */
+    size_t chunk_nbytes;   /* one decoded chunk (rectilinear grid: the bounding chunk; each
+                              chunk's own is zf_array_chunk_nbytes) */
     zf_chunk_repr decoded; /* one decoded chunk's representation */
     const zf_codec_chain *chain; /* decodes one cached chunk (the innermost, when sharded) */
     unsigned nlevels;            /* sharding levels read by byte range (0: not sharded) */
@@ -48,7 +61,9 @@ struct zf_array {
     const uint8_t *fill;   /* this view's fill value, itemsize bytes */
     struct zf_array *mask; /* the mask view of an optional array (owned by it), else NULL */
     uint64_t band_chunks;  /* chunks per band: product of grid[1..] */
-    uint64_t band_elems;   /* elements of the flat view per band: chunks[0] * product(shape[1..]) */
+    uint64_t band_elems;   /* elements of the flat view per band: chunks[0] * product(shape[1..])
+                              (rectilinear first dimension: the largest band's) */
+    uint64_t row_elems;    /* elements per index of the first dimension: product(shape[1..]) */
     uint64_t band_bytes;   /* decoded bytes of one band (saturated) */
     unsigned readahead;            /* bands to keep a sequential reader ahead by (>= 1) */
     unsigned readahead_chunks;     /* ... and chunks, at least (0: none) */
@@ -74,6 +89,11 @@ struct zf_array {
     size_t text_cap;               /* entries of text_band_start */
     uint64_t text_cursor_pos, text_cursor_elem; /* where the last read's last run began */
 };
+
+/* The sharding codec and layout of level l's shard at coordinates sc (in l->grid): the
+ * level's, or for a rectilinear grid's shards the variant of that shard's shape. */
+void zf_array_level_shard(const shard_level *l, const uint64_t *sc, const zf_codec **codec,
+                          const zf_sharding **info);
 
 /* The text view (text.c). */
 void zf_array_text_init(zf_array *a);
@@ -102,12 +122,19 @@ typedef struct zf_chunk_record {
  * chunks it also records the version read (*record: a zf_chunk_record). */
 zf_status zf_array_load_chunk(void *ctx, uint64_t chunk, void **data, size_t *size,
                               void **record, zf_err *err);
-/* The chunk stored at key (not sharded: a whole chunk) decoded into a new buffer (*data,
- * *size = chunk_nbytes bytes), with the version read in *ver unless ver is NULL. Errors:
+/* The decoded representation of the chunk at coordinates cc of a->grid: a->decoded, or for a
+ * rectilinear grid the chunk's own shape and bytes. */
+void zf_array_chunk_repr(const zf_array *a, const uint64_t *cc, zf_chunk_repr *r);
+/* Bytes of chunk `chunk` (linear index in a->grid) decoded: chunk_nbytes, or a rectilinear
+ * grid's chunk's own. */
+size_t zf_array_chunk_nbytes(const zf_array *a, uint64_t chunk);
+/* The chunk stored at key, coordinates cc in a->grid (not sharded: a whole chunk), decoded
+ * into a new buffer (*data, *size = its bytes, zf_array_chunk_repr), with the version read in *ver unless ver is NULL. Errors:
  * ZF_ERR_NOT_FOUND (no such chunk), ZF_ERR_IO (the store failed), ZF_ERR_CORRUPT (it does not
  * decode), ZF_ERR_NOMEM. */
-zf_status zf_array_read_stored_chunk(zf_array *a, const char *key, void **data, size_t *size,
-                                     zf_store_version *ver, zf_err *err);
+zf_status zf_array_read_stored_chunk(zf_array *a, const char *key, const uint64_t *cc,
+                                     void **data, size_t *size, zf_store_version *ver,
+                                     zf_err *err);
 /* Store key of the stored chunk (the level-0 shard when sharded) holding the cached chunk whose
  * coordinates in grid g are cc. */
 zf_status zf_array_stored_key(zf_array *a, const zf_grid *g, const uint64_t *cc, char *key,

@@ -56,15 +56,15 @@ zf_status zf_array_enable_write(zf_array *a, bool write_empty_chunks, zf_err *er
  * everywhere when fill. (Plain malloc had been chosen here for fear of huge-page compaction while
  * a writer fills the page cache; with the pool, 512 MiB dd's through the mount were as fast or
  * faster with the huge-page advice: docs/benchmarks.md, "Write-behind".) */
-static uint8_t *fill_chunk(zf_array *a, bool fill)
+static uint8_t *fill_chunk(zf_array *a, size_t nbytes, bool fill)
 {
-    uint8_t *p = zf_alloc_chunk(a->chunk_nbytes ? a->chunk_nbytes : 1);
+    uint8_t *p = zf_alloc_chunk(nbytes ? nbytes : 1);
     if (!p || !fill)
         return p;
     if (a->fill_is_zero)
-        memset(p, 0, a->chunk_nbytes);
+        memset(p, 0, nbytes);
     else
-        zf_array_fill_pattern(p, 0, a->chunk_nbytes, a->meta->fill_value, a->itemsize);
+        zf_array_fill_pattern(p, 0, nbytes, a->meta->fill_value, a->itemsize);
     return p;
 }
 
@@ -93,12 +93,11 @@ static bool is_fill(const zf_array *a, const uint8_t *buf, size_t n)
 static uint64_t elems_inside(const zf_array *a, uint64_t chunk)
 {
     const zf_grid *g = &a->grid;
-    uint64_t cc[ZF_MAX_DIMS], n = 1;
+    uint64_t cc[ZF_MAX_DIMS], lo[ZF_MAX_DIMS], edge[ZF_MAX_DIMS], n = 1;
     zf_grid_chunk_coords(g, chunk, cc);
-    for (unsigned d = 0; d < g->ndim; d++) {
-        uint64_t lo = cc[d] * g->chunks[d];
-        n *= lo + g->chunks[d] <= g->shape[d] ? g->chunks[d] : g->shape[d] - lo;
-    }
+    zf_grid_chunk_box(g, cc, lo, edge);
+    for (unsigned d = 0; d < g->ndim; d++)
+        n *= lo[d] + edge[d] <= g->shape[d] ? edge[d] : g->shape[d] - lo[d];
     return n;
 }
 
@@ -129,7 +128,7 @@ static zf_status note_written(zf_array *a, zf_cache_entry *e, uint64_t chunk, ui
     if (w && w->whole)
         return ZF_OK;
     if (!w || (!covered && !w->has_bits)) { /* a new record, keeping what the old one knew */
-        uint64_t words = covered ? 0 : (a->chunk_nbytes / a->itemsize + 63) / 64;
+        uint64_t words = covered ? 0 : (zf_array_chunk_nbytes(a, chunk) / a->itemsize + 63) / 64;
         zf_chunk_record *nw = calloc(1, sizeof *nw + words * sizeof(uint64_t));
         if (!nw)
             return ZF_ERR_NOMEM;
@@ -149,10 +148,10 @@ static zf_status note_written(zf_array *a, zf_cache_entry *e, uint64_t chunk, ui
 /* In data (a chunk written in part as w says), every element not written becomes the one of
  * base (the chunk as stored, decoded), or the fill value where the store has none (base NULL). */
 static void merge_unwritten(const zf_array *a, const zf_chunk_record *w, uint8_t *data,
-                            const uint8_t *base)
+                            size_t nbytes, const uint8_t *base)
 {
     size_t isz = a->itemsize;
-    uint64_t n = a->chunk_nbytes / isz;
+    uint64_t n = nbytes / isz;
     for (uint64_t i = 0; i < n;) {
         if (bit_set(w->bits, i)) {
             i++;
@@ -196,18 +195,18 @@ static void gather_chunk(const zf_array *a, uint64_t chunk, const write_ctx *w, 
         memcpy(dst, w->buf, isz);
         return;
     }
-    uint64_t cc[ZF_MAX_DIMS], lo[ZF_MAX_DIMS], ext[ZF_MAX_DIMS], pos[ZF_MAX_DIMS] = {0};
+    uint64_t cc[ZF_MAX_DIMS], lo[ZF_MAX_DIMS], edge[ZF_MAX_DIMS], ext[ZF_MAX_DIMS],
+        pos[ZF_MAX_DIMS] = {0};
     zf_grid_chunk_coords(g, chunk, cc);
+    zf_grid_chunk_box(g, cc, lo, edge);
     unsigned last = g->ndim - 1;
-    for (unsigned d = 0; d < g->ndim; d++) {
-        lo[d] = cc[d] * g->chunks[d];
-        ext[d] = lo[d] + g->chunks[d] <= g->shape[d] ? g->chunks[d] : g->shape[d] - lo[d];
-    }
+    for (unsigned d = 0; d < g->ndim; d++)
+        ext[d] = lo[d] + edge[d] <= g->shape[d] ? edge[d] : g->shape[d] - lo[d];
     for (;;) { /* pos: position inside the chunk, last coordinate 0 */
         uint64_t elem = 0, in = 0;
         for (unsigned d = 0; d < g->ndim; d++) {
             elem = elem * g->shape[d] + lo[d] + pos[d];
-            in = in * g->chunks[d] + pos[d];
+            in = in * edge[d] + pos[d];
         }
         memcpy(dst + in * isz, w->buf + (elem * isz - w->begin), ext[last] * isz);
         unsigned d = last;
@@ -230,12 +229,13 @@ static zf_status load_for_write(void *ctx, uint64_t chunk, void **data, size_t *
     /* Built whole before the cache shows it: readers never see part fill, part written. Every
      * element inside the array comes from the write; those of an edge chunk outside it are the
      * fill value, as zarr-python stores them. */
-    uint8_t *p = fill_chunk(l->a, elems_inside(l->a, chunk) < l->a->chunk_nbytes / l->a->itemsize);
+    size_t nbytes = zf_array_chunk_nbytes(l->a, chunk);
+    uint8_t *p = fill_chunk(l->a, nbytes, elems_inside(l->a, chunk) < nbytes / l->a->itemsize);
     if (!p)
         return ZF_ERR_NOMEM;
     gather_chunk(l->a, chunk, l->w, p);
     *data = p;
-    *size = l->a->chunk_nbytes;
+    *size = nbytes;
     return ZF_OK;
 }
 
@@ -246,11 +246,12 @@ static bool chunk_covered(const zf_array *a, uint64_t chunk, uint64_t eb, uint64
     if (eb >= ee)
         return false;
     const zf_grid *g = &a->grid;
-    uint64_t cc[ZF_MAX_DIMS], lo = 0, hi = 0;
+    uint64_t cc[ZF_MAX_DIMS], org[ZF_MAX_DIMS], edge[ZF_MAX_DIMS], lo = 0, hi = 0;
     zf_grid_chunk_coords(g, chunk, cc);
+    zf_grid_chunk_box(g, cc, org, edge);
     for (unsigned d = 0; d < g->ndim; d++) {
-        uint64_t first = cc[d] * g->chunks[d];
-        uint64_t last = first + g->chunks[d] - 1;
+        uint64_t first = org[d];
+        uint64_t last = first + edge[d] - 1;
         if (last >= g->shape[d])
             last = g->shape[d] - 1;
         lo = lo * g->shape[d] + first;
@@ -272,13 +273,14 @@ static zf_status lock_for_write(write_ctx *w, uint64_t chunk, zf_cache_entry **o
         return st;
     zf_cache_entry_lock(e);
     if (!zf_cache_entry_wdata(e)) { /* absent from the store: start from the fill value */
-        uint8_t *data = fill_chunk(a, true);
+        size_t nbytes = zf_array_chunk_nbytes(a, chunk);
+        uint8_t *data = fill_chunk(a, nbytes, true);
         if (!data) {
             zf_cache_entry_unlock(e);
             zf_cache_release(a->cache, e);
             return ZF_ERR_NOMEM;
         }
-        zf_cache_entry_set_data(a->cache, e, data, a->chunk_nbytes);
+        zf_cache_entry_set_data(a->cache, e, data, nbytes);
     }
     *out = e;
     *covered = l.covered;
@@ -501,23 +503,24 @@ static zf_status store_value(zf_array *a, const char *key, const uint8_t *data, 
 
 /* Store a whole chunk's decoded data at key; with if_version, only over version base of it (NULL:
  * only where there is none), else ZF_ERR_CONFLICT. */
-static zf_status store_chunk(zf_array *a, const char *key, const uint8_t *data, bool if_version,
-                             const zf_store_version *base, zf_err *err)
+static zf_status store_chunk(zf_array *a, const char *key, const zf_chunk_repr *dec,
+                             const uint8_t *data, bool if_version, const zf_store_version *base,
+                             zf_err *err)
 {
     zf_err serr = {""};
     zf_status st;
-    if (!a->write_empty_chunks && a->fill_defined && is_fill(a, data, a->chunk_nbytes)) {
+    if (!a->write_empty_chunks && a->fill_defined && is_fill(a, data, dec->nbytes)) {
         if (!if_version)
             st = zf_store_erase(a->store, key, &serr);
         else /* none there: nothing to erase */
             st = base ? zf_store_erase_if(a->store, key, base, &serr) : ZF_OK;
     } else if (a->chain->n == 0) { /* stored as it is: no copy */
-        st = store_value(a, key, data, a->chunk_nbytes, if_version, base, &serr);
+        st = store_value(a, key, data, dec->nbytes, if_version, base, &serr);
     } else {
         uint8_t *out;
         size_t out_len;
         uint64_t t0 = zf_array_now_ns();
-        st = zf_chain_encode(a->chain, &a->decoded, data, 0, &out, &out_len, &serr);
+        st = zf_chain_encode(a->chain, dec, data, 0, &out, &out_len, &serr);
         zf_array_count_encode(zf_array_now_ns() - t0, st == ZF_OK);
         if (st != ZF_OK)
             return zf_fail(err, st, "chunk %s: encoding: %s", key, serr.msg);
@@ -531,7 +534,8 @@ static zf_status store_chunk(zf_array *a, const char *key, const uint8_t *data, 
 
 /* Store the chunk of entry e (locked), written in part as w says: merged into the chunk as the
  * store holds it now, stored only if that is still what the store holds (else again). */
-static zf_status store_merged(zf_array *a, const char *key, zf_cache_entry *e,
+static zf_status store_merged(zf_array *a, const char *key, const uint64_t *cc,
+                              const zf_chunk_repr *dec, zf_cache_entry *e,
                               const zf_chunk_record *w, zf_err *err)
 {
     uint8_t *data = zf_cache_entry_wdata(e);
@@ -539,13 +543,13 @@ static zf_status store_merged(zf_array *a, const char *key, zf_cache_entry *e,
         void *base = NULL;
         size_t size;
         zf_store_version ver;
-        zf_status st = zf_array_read_stored_chunk(a, key, &base, &size, &ver, err);
+        zf_status st = zf_array_read_stored_chunk(a, key, cc, &base, &size, &ver, err);
         if (st != ZF_OK && st != ZF_ERR_NOT_FOUND)
             return st;
         bool found = st == ZF_OK;
-        merge_unwritten(a, w, data, base);
+        merge_unwritten(a, w, data, dec->nbytes, base);
         zf_free_chunk(base, found ? size : 0);
-        st = store_chunk(a, key, data, true, found ? &ver : NULL, err);
+        st = store_chunk(a, key, dec, data, true, found ? &ver : NULL, err);
         if (st != ZF_ERR_CONFLICT || attempt + 1 == MERGE_WRITE_ATTEMPTS)
             return st;
         zf_array_count_chunk_conflict();
@@ -570,10 +574,12 @@ static zf_status writeback(void *ctx, zf_cache_entry *e, zf_err *err)
         char key[4096];
         zf_grid_chunk_coords(&a->grid, zf_cache_entry_chunk(e), cc);
         st = zf_array_stored_key(a, &a->grid, cc, key, sizeof key, err);
+        zf_chunk_repr dec;
+        zf_array_chunk_repr(a, cc, &dec);
         const zf_chunk_record *w = zf_cache_entry_record(e);
         bool whole = !w || w->whole;
         if (st == ZF_OK && !whole && w->stored_known) { /* over the version read, if still there */
-            st = store_chunk(a, key, zf_cache_entry_wdata(e), true,
+            st = store_chunk(a, key, &dec, zf_cache_entry_wdata(e), true,
                              w->stored_absent ? NULL : &w->stored, err);
             if (st == ZF_ERR_CONFLICT) {
                 zf_array_count_chunk_conflict();
@@ -582,9 +588,9 @@ static zf_status writeback(void *ctx, zf_cache_entry *e, zf_err *err)
             }
         }
         if (st == ZF_OK && whole)
-            st = store_chunk(a, key, zf_cache_entry_wdata(e), false, NULL, err);
+            st = store_chunk(a, key, &dec, zf_cache_entry_wdata(e), false, NULL, err);
         else if ((st == ZF_OK && !w->stored_known) || st == ZF_ERR_CONFLICT)
-            st = store_merged(a, key, e, w, err);
+            st = store_merged(a, key, cc, &dec, e, w, err);
         if (st == ZF_OK)
             zf_cache_mark_clean(a->cache, e);
     }
@@ -615,7 +621,7 @@ static zf_status merge_inner(zf_array *a, const char *key, zf_cache_entry *e,
                            "shard %s: inner chunk %zu: %s", key, i, derr.msg);
         }
     }
-    merge_unwritten(a, w, zf_cache_entry_wdata(e), base);
+    merge_unwritten(a, w, zf_cache_entry_wdata(e), a->chunk_nbytes, base);
     free(base);
     return ZF_OK;
 }
@@ -625,12 +631,22 @@ static zf_status merge_inner(zf_array *a, const char *key, zf_cache_entry *e,
 static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
 {
     shard_level *l = &a->levels[0];
-    const zf_sharding *info = &l->info;
     unsigned nd = a->grid.ndim;
-    uint64_t cc[ZF_MAX_DIMS], sc[ZF_MAX_DIMS];
+    uint64_t cc[ZF_MAX_DIMS], sc[ZF_MAX_DIMS], first[ZF_MAX_DIMS]; /* first: its inner chunk */
     zf_grid_chunk_coords(&a->grid, zf_cache_entry_chunk(e), cc);
-    for (unsigned d = 0; d < nd; d++)
-        sc[d] = cc[d] / info->chunks_per_shard[d];
+    for (unsigned d = 0; d < nd; d++) {
+        uint64_t in = l->info.chunk_shape[d], lo, edge;
+        if (l->grid.rect) { /* shards of differing shapes */
+            zf_grid_chunk_along(&l->grid, d, cc[d] * in, &sc[d], &lo, &edge);
+            first[d] = lo / in;
+        } else {
+            sc[d] = cc[d] / l->info.chunks_per_shard[d];
+            first[d] = sc[d] * l->info.chunks_per_shard[d];
+        }
+    }
+    const zf_codec *codec;
+    const zf_sharding *info;
+    zf_array_level_shard(l, sc, &codec, &info);
     char key[4096];
     zf_status st = zf_array_stored_key(a, &a->grid, cc, key, sizeof key, err);
     if (st != ZF_OK)
@@ -653,7 +669,7 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
         bool inside = true;
         for (unsigned d = nd; d-- > 0;) {
             uint64_t cps = info->chunks_per_shard[d];
-            ic[d] = sc[d] * cps + rem % cps;
+            ic[d] = first[d] + rem % cps;
             rem /= cps;
             if (ic[d] >= a->grid.grid[d])
                 inside = false;
@@ -702,7 +718,7 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
             } else {
                 const uint8_t *ib =
                     info->index_at_end ? old.data + old.len - info->index_nbytes : old.data;
-                st = zf_sharding_decode_index(l->codec, ib, info->index_nbytes, old.len,
+                st = zf_sharding_decode_index(codec, ib, info->index_nbytes, old.len,
                                               old_index, &serr);
                 if (st != ZF_OK)
                     zf_fail(err, ZF_ERR_CORRUPT, "%s: %s", key, serr.msg);
@@ -718,7 +734,7 @@ static zf_status writeback_shard(zf_array *a, zf_cache_entry *e, zf_err *err)
         bool empty = false;
         unsigned flags = a->write_empty_chunks ? ZF_ENCODE_WRITE_EMPTY : 0;
         uint64_t t0 = zf_array_now_ns();
-        st = zf_sharding_encode_shard(l->codec, chunks, old_index ? old.data : NULL, old.len,
+        st = zf_sharding_encode_shard(codec, chunks, old_index ? old.data : NULL, old.len,
                                       old_index, flags, &out, &out_len, &empty, &serr);
         zf_array_count_encode(zf_array_now_ns() - t0, st == ZF_OK);
         bool erase = empty && a->fill_defined && !a->write_empty_chunks;
@@ -776,7 +792,7 @@ zf_status zf_array_erase_chunk_rows(zf_array *a, uint64_t first_row, zf_err *err
     if (m->ndim == 0)
         return ZF_OK;
     zf_grid g; /* the stored chunks (shards when sharded) */
-    zf_grid_init(&g, m->ndim, m->shape, m->chunks);
+    zf_grid_init_meta(&g, m);
     uint64_t per_row = zf_grid_nchunks(&g) / (g.grid[0] ? g.grid[0] : 1);
     zf_status first = ZF_OK;
     for (uint64_t r = first_row; r < g.grid[0]; r++)

@@ -19,14 +19,22 @@
 /* Bands and elements of the text view (ndim 0: one band of one element). */
 static uint64_t band_first(const zf_array *a, uint64_t b)
 {
-    return a->meta->ndim == 0 ? b : b * a->grid.chunks[0] * a->text_row;
+    if (a->meta->ndim == 0)
+        return b;
+    uint64_t lo = b * a->grid.chunks[0], edge;
+    if (a->grid.edges[0]) /* a rectilinear first dimension */
+        zf_chunk_edges_chunk(a->grid.edges[0], b, &lo, &edge);
+    return lo * a->text_row;
 }
 
 static uint64_t band_end(const zf_array *a, uint64_t b)
 {
     if (a->meta->ndim == 0)
         return b + 1;
-    uint64_t rows = (b + 1) * a->grid.chunks[0];
+    uint64_t lo = b * a->grid.chunks[0], edge = a->grid.chunks[0];
+    if (a->grid.edges[0])
+        zf_chunk_edges_chunk(a->grid.edges[0], b, &lo, &edge);
+    uint64_t rows = lo + edge;
     if (rows > a->grid.shape[0])
         rows = a->grid.shape[0];
     return rows * a->text_row;

@@ -45,6 +45,7 @@ typedef struct sharding_codec {
     size_t index_nbytes;
     bool index_at_end;
     uint8_t *fill; /* inner_repr.dtype.itemsize bytes */
+    bool borrowed; /* zf_sharding_reshaped: inner, index and fill belong to another codec */
 } sharding_codec;
 
 static const zf_codec_ops sharding_ops;
@@ -579,9 +580,11 @@ static zf_status sharding_encode(const zf_codec *c, const zf_chunk_repr *decoded
 static void sharding_destroy(zf_codec *c)
 {
     sharding_codec *s = (sharding_codec *)c;
-    zf_chain_clear(&s->inner);
-    zf_chain_clear(&s->index);
-    free(s->fill);
+    if (!s->borrowed) {
+        zf_chain_clear(&s->inner);
+        zf_chain_clear(&s->index);
+        free(s->fill);
+    }
     free(s);
 }
 
@@ -617,6 +620,52 @@ static zf_status index_size(sharding_codec *s, zf_err *err)
     return st;
 }
 
+/* The chunks-per-shard grid of a shard of `decoded` (s->chunk_shape set): cps and nchunks.
+ * Errors: ZF_ERR_INVALID (an edge the inner chunk does not divide, too many inner chunks). */
+static zf_status shard_grid(sharding_codec *s, const zf_chunk_repr *decoded, zf_err *err)
+{
+    uint64_t nchunks = 1;
+    bool empty = false;
+    for (unsigned d = 0; d < decoded->ndim; d++) {
+        uint64_t c = s->chunk_shape[d];
+        if (decoded->shape[d] % c)
+            return zf_fail(err, ZF_ERR_INVALID,
+                           "sharding_indexed: \"chunk_shape\": %llu does not divide the shard's "
+                           "%llu elements along dimension %u",
+                           (unsigned long long)c, (unsigned long long)decoded->shape[d], d);
+        s->cps[d] = decoded->shape[d] / c;
+        if (s->cps[d] == 0)
+            empty = true;
+        else if (nchunks > MAX_INNER_CHUNKS / s->cps[d])
+            nchunks = MAX_INNER_CHUNKS + 1;
+        else
+            nchunks *= s->cps[d];
+    }
+    if (empty)
+        nchunks = 0;
+    if (nchunks > MAX_INNER_CHUNKS)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "sharding_indexed: more than %llu inner chunks per shard",
+                       (unsigned long long)MAX_INNER_CHUNKS);
+    s->nchunks = nchunks;
+    return ZF_OK;
+}
+
+/* The index's representation: shape chunks_per_shard + [2], uint64 little-endian (what the
+ * index codecs encode; "Binary shard format"). */
+static void set_index_repr(sharding_codec *s)
+{
+    zf_chunk_repr *ir = &s->index_repr;
+    memset(ir, 0, sizeof *ir);
+    ir->ndim = s->ndim + 1;
+    memcpy(ir->shape, s->cps, s->ndim * sizeof s->cps[0]);
+    ir->shape[s->ndim] = 2;
+    ir->dtype.kind = 'u';
+    ir->dtype.byteorder = '<';
+    ir->dtype.itemsize = 8;
+    ir->nbytes = (size_t)s->nchunks * 16;
+}
+
 static zf_status parse_chunk_shape(sharding_codec *s, yajl_val cs, const zf_chunk_repr *decoded,
                                    zf_err *err)
 {
@@ -629,8 +678,6 @@ static zf_status parse_chunk_shape(sharding_codec *s, yajl_val cs, const zf_chun
         return zf_fail(err, ZF_ERR_INVALID,
                        "sharding_indexed: \"chunk_shape\": %zu dimensions, the shard has %u",
                        cs->u.array.len, decoded->ndim);
-    uint64_t nchunks = 1;
-    bool empty = false;
     size_t inner_elems = 1;
     for (unsigned d = 0; d < decoded->ndim; d++) {
         yajl_val v = cs->u.array.values[d];
@@ -639,33 +686,17 @@ static zf_status parse_chunk_shape(sharding_codec *s, yajl_val cs, const zf_chun
                            "sharding_indexed: \"chunk_shape\": expected a list of positive "
                            "integers");
         uint64_t c = (uint64_t)v->u.number.i;
-        if (decoded->shape[d] % c)
-            return zf_fail(err, ZF_ERR_INVALID,
-                           "sharding_indexed: \"chunk_shape\": %llu does not divide the shard's "
-                           "%llu elements along dimension %u",
-                           (unsigned long long)c, (unsigned long long)decoded->shape[d], d);
         s->chunk_shape[d] = c;
-        s->cps[d] = decoded->shape[d] / c;
-        if (s->cps[d] == 0)
-            empty = true;
-        else if (nchunks > MAX_INNER_CHUNKS / s->cps[d])
-            nchunks = MAX_INNER_CHUNKS + 1;
-        else
-            nchunks *= s->cps[d];
         if (c > SIZE_MAX / inner_elems)
             return zf_fail(err, ZF_ERR_INVALID, "sharding_indexed: inner chunk too large");
         inner_elems *= (size_t)c;
     }
-    if (empty)
-        nchunks = 0;
-    if (nchunks > MAX_INNER_CHUNKS)
-        return zf_fail(err, ZF_ERR_INVALID,
-                       "sharding_indexed: more than %llu inner chunks per shard",
-                       (unsigned long long)MAX_INNER_CHUNKS);
+    zf_status st = shard_grid(s, decoded, err);
+    if (st != ZF_OK)
+        return st;
     size_t is = decoded->dtype.itemsize;
     if (is && inner_elems > SIZE_MAX / is)
         return zf_fail(err, ZF_ERR_INVALID, "sharding_indexed: inner chunk too large");
-    s->nchunks = nchunks;
     zf_chunk_repr *r = &s->inner_repr;
     memset(r, 0, sizeof *r);
     r->ndim = decoded->ndim;
@@ -727,18 +758,10 @@ zf_status zf_codec_sharding_new(yajl_val cfg, const zf_chunk_repr *decoded,
         zf_err_prefix(err, "sharding_indexed: \"codecs\"");
         goto fail;
     }
-    /* The index: shape chunks_per_shard + [2], uint64 little-endian (the representation the
-     * index codecs encode; "Binary shard format"). */
-    zf_chunk_repr *ir = &s->index_repr;
-    ir->ndim = s->ndim + 1;
-    memcpy(ir->shape, s->cps, s->ndim * sizeof s->cps[0]);
-    ir->shape[s->ndim] = 2;
-    ir->dtype.kind = 'u';
-    ir->dtype.byteorder = '<';
-    ir->dtype.itemsize = 8;
-    ir->nbytes = (size_t)s->nchunks * 16;
+    set_index_repr(s);
     static const uint8_t zero8[8];
-    st = zf_chain_from_v3_at(index_codecs, ZF_CODECS_V3, ir, zero8, depth + 1, &s->index, err);
+    st = zf_chain_from_v3_at(index_codecs, ZF_CODECS_V3, &s->index_repr, zero8, depth + 1,
+                             &s->index, err);
     if (st != ZF_OK) {
         zf_err_prefix(err, "sharding_indexed: \"index_codecs\"");
         goto fail;
@@ -750,6 +773,37 @@ zf_status zf_codec_sharding_new(yajl_val cfg, const zf_chunk_repr *decoded,
 fail:
     sharding_destroy(&s->base);
     return st;
+}
+
+zf_status zf_sharding_reshaped(const zf_codec *c, const zf_chunk_repr *decoded, zf_codec **out,
+                               zf_err *err)
+{
+    *out = NULL;
+    if (!c || c->ops != &sharding_ops)
+        return zf_fail(err, ZF_ERR_INVALID, "not a sharding_indexed codec");
+    const sharding_codec *s = (const sharding_codec *)c;
+    if (decoded->ndim != s->ndim || decoded->dtype.itemsize != s->inner_repr.dtype.itemsize ||
+        decoded->nbytes == ZF_SIZE_UNKNOWN)
+        return zf_fail(err, ZF_ERR_INVALID,
+                       "sharding_indexed: a shard of another number of dimensions or data type");
+    sharding_codec *v = malloc(sizeof *v);
+    if (!v)
+        return ZF_ERR_NOMEM;
+    *v = *s;
+    v->borrowed = true;
+    memcpy(v->shard_shape, decoded->shape, s->ndim * sizeof decoded->shape[0]);
+    v->shard_nbytes = decoded->nbytes;
+    zf_status st = shard_grid(v, decoded, err);
+    if (st == ZF_OK) {
+        set_index_repr(v);
+        st = index_size(v, err);
+    }
+    if (st != ZF_OK) {
+        free(v);
+        return st;
+    }
+    *out = &v->base;
+    return ZF_OK;
 }
 
 zf_status zf_sharding_encode_shard(const zf_codec *c, const uint8_t *const *chunks,

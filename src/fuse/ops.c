@@ -922,7 +922,10 @@ static char *xattr_value(const zf_node *n, size_t i)
     case 1: return m->metadata_json ? strdup(m->metadata_json) : NULL;
     case 2: return m->attributes_json ? strdup(m->attributes_json) : NULL;
     case 3: return array && a->dtype_typestr ? dims_json(a->shape, a->ndim) : NULL;
-    case 4: return array && a->dtype_typestr ? dims_json(a->chunks, a->ndim) : NULL;
+    case 4: /* a rectilinear grid: its "chunk_shapes" as stored (docs/formats.md) */
+        if (!array || !a->dtype_typestr)
+            return NULL;
+        return a->chunk_shapes_json ? strdup(a->chunk_shapes_json) : dims_json(a->chunks, a->ndim);
     case 5: return array && a->dtype_typestr ? strdup(a->dtype_typestr) : NULL;
     case 6: return array && a->fill_value_json ? strdup(a->fill_value_json) : NULL;
     case 7:

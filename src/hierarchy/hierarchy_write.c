@@ -191,9 +191,19 @@ static zf_status resize_locked(zf_hierarchy *h, zf_node *node, zf_array *a, uint
     zf_status st = can_edit(h, err);
     if (st != ZF_OK)
         return st;
-    uint64_t c0 = m->chunks[0], keep_chunk_rows = rows / c0 + (rows % c0 != 0);
+    /* Shrinking: the chunk rows (along the first dimension) that keep elements, and where the
+     * last of them ends; growing a rectilinear grid past its declared edges fails below, when
+     * the new document is parsed. */
+    uint64_t keep_chunk_rows = 0;
     if (rows < old_rows) { /* the fill value where the last chunks reach past the new end */
-        uint64_t end_rows = keep_chunk_rows * c0 < old_rows ? keep_chunk_rows * c0 : old_rows;
+        zf_grid g;
+        zf_grid_init_meta(&g, m);
+        uint64_t end_rows = 0, lo, edge;
+        if (rows > 0) {
+            zf_grid_chunk_along(&g, 0, rows - 1, &keep_chunk_rows, &lo, &edge);
+            keep_chunk_rows++;
+            end_rows = lo + edge < old_rows ? lo + edge : old_rows;
+        }
         if ((st = fill_bytes(a, m, rows * row, end_rows * row, err)) != ZF_OK)
             return st;
     }

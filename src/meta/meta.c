@@ -4,7 +4,7 @@
 #include <string.h>
 #include <yajl/yajl_tree.h>
 
-#include "zarrfs/meta.h"
+#include "meta_impl.h"
 
 const char *zf_format_name(zf_format f)
 {
@@ -105,6 +105,7 @@ void zf_node_meta_free(zf_node_meta *m)
     free(a->fill_value_json);
     free(a->dimension_names_json);
     free(a->text_fill);
+    zf_meta_free_rect(a);
     zf_chain_clear(&a->chain);
     memset(m, 0, sizeof *m);
 }

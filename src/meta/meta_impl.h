@@ -47,6 +47,16 @@ bool zf_meta_dims(yajl_val v, uint64_t min, unsigned *ndim, uint64_t *dims);
 zf_status zf_meta_check_sizes(const char *key, const char *shape_field, const zf_array_meta *a,
                               uint64_t *chunk_bytes, zf_err *err);
 
+/* The "configuration" cfg of a "rectilinear" chunk grid (rectilinear.c) for m->array, whose
+ * ndim and shape are set: fills chunks (the bounding chunk), rect (NULL when every dimension is
+ * one run: a regular grid) and chunk_shapes_json. Errors: ZF_ERR_INVALID
+ * (`<key>: "chunk_grid": ...`: not the schema's form, an edge length or count below 1 or past
+ * 2^63 - 1, a list whose sum is below the dimension's length), ZF_ERR_NOMEM; a "kind" other
+ * than "inline" makes the array unsupported. */
+zf_status zf_meta_rectilinear(const char *key, yajl_val cfg, zf_node_meta *m, zf_err *err);
+/* Free a's rect and chunk_shapes_json. */
+void zf_meta_free_rect(zf_array_meta *a);
+
 /* The decoded representation of one whole chunk of a (chunk shape, flat dtype). */
 zf_chunk_repr zf_meta_chunk_repr(const zf_array_meta *a);
 

@@ -198,6 +198,94 @@ zf_status zf_meta_v3_type_and_fill(const char *key, yajl_val doc, zf_format form
     return ZF_OK;
 }
 
+/* Shards of a rectilinear grid: one sharding codec per distinct shard shape (built and
+ * dropped here to check them; the array layer builds its own). */
+#define MAX_SHARD_SHAPES 64
+
+typedef struct shape_check {
+    const zf_codec *sharding;
+    zf_dtype dtype;
+    unsigned ndim;
+    zf_err *err;
+} shape_check;
+
+static int check_shard_shape(void *ctx, const uint64_t *shape)
+{
+    shape_check *c = ctx;
+    zf_chunk_repr r = {.ndim = c->ndim, .dtype = c->dtype, .nbytes = c->dtype.itemsize};
+    for (unsigned d = 0; d < c->ndim; d++) {
+        r.shape[d] = shape[d];
+        r.nbytes *= (size_t)shape[d]; /* within the bounding chunk, checked already */
+    }
+    zf_codec *v;
+    zf_status st = zf_sharding_reshaped(c->sharding, &r, &v, c->err);
+    zf_codec_free(v);
+    return (int)st;
+}
+
+/* A rectilinear grid's chunks differ in shape: each is decoded with its own (the chain was
+ * built for the bounding chunk `dec`). The chain must also fit the smallest chunk (the least
+ * edge length of every dimension; a reshape codec with fixed sizes would not). Sharding: a lone
+ * sharding_indexed codec whose inner chunk shape divides every shard edge (as zarrs requires),
+ * with at most MAX_SHARD_SHAPES distinct shard shapes. */
+static zf_status rect_chain(const char *key, zf_node_meta *m, const zf_chunk_repr *dec,
+                            zf_err *err)
+{
+    zf_array_meta *a = &m->array;
+    zf_sharding sh;
+    for (size_t i = 0; i < a->chain.n; i++) {
+        if (!zf_codec_sharding(a->chain.codecs[i], &sh))
+            continue;
+        if (a->chain.n != 1)
+            return zf_meta_unsupported(m, "%s: \"codecs\": sharding_indexed inside a "
+                                       "\"rectilinear\" chunk grid must be the only codec",
+                                       key);
+        for (unsigned d = 0; d < a->ndim; d++)
+            for (size_t r = 0; r < a->rect[d].nruns; r++)
+                if (a->rect[d].edge[r] % sh.chunk_shape[d])
+                    return ZF_FIELD_FAIL(err, key, "codecs",
+                                         "sharding_indexed: \"chunk_shape\": %llu does not "
+                                         "divide the shard edge %llu along dimension %u of the "
+                                         "rectilinear grid",
+                                         (unsigned long long)sh.chunk_shape[d],
+                                         (unsigned long long)a->rect[d].edge[r], d);
+        zf_err cerr = {""};
+        shape_check c = {a->chain.codecs[0], a->dtype, a->ndim, &cerr};
+        bool too_many;
+        zf_status st = (zf_status)zf_array_meta_chunk_shapes(a, MAX_SHARD_SHAPES,
+                                                            check_shard_shape, &c, &too_many);
+        if (too_many)
+            return zf_meta_unsupported(m, "%s: \"codecs\": sharding_indexed inside a "
+                                       "\"rectilinear\" chunk grid of more than %d shard "
+                                       "shapes is not supported", key, MAX_SHARD_SHAPES);
+        if (st == ZF_OK || st == ZF_ERR_NOMEM)
+            return st;
+        return ZF_FIELD_FAIL(err, key, "codecs", "%s", cerr.msg);
+    }
+    zf_chunk_repr small = *dec;
+    size_t n = a->dtype.itemsize;
+    for (unsigned d = 0; d < a->ndim; d++) {
+        const zf_chunk_edges *e = &a->rect[d];
+        uint64_t least = a->chunks[d];
+        for (size_t k = 0; k < e->nruns; k++)
+            if (e->edge[k] < least)
+                least = e->edge[k];
+        small.shape[d] = least;
+        n *= (size_t)least; /* <= the bounding chunk's bytes */
+    }
+    small.nbytes = n;
+    zf_chunk_repr *reprs = calloc(a->chain.n + 1, sizeof *reprs);
+    if (!reprs)
+        return ZF_ERR_NOMEM;
+    zf_err cerr = {""};
+    zf_status st = zf_chain_resolve(&a->chain, &small, reprs, &cerr);
+    free(reprs);
+    if (st == ZF_ERR_NOMEM || st == ZF_OK)
+        return st;
+    return ZF_FIELD_FAIL(err, key, "codecs", "%s (for the smallest chunk of the rectilinear "
+                         "grid)", cerr.msg);
+}
+
 zf_status zf_meta_v3_finish(const char *key, zf_node_meta *m, const zf_v3_dtype *t,
                             yajl_val fill, yajl_val codecs, zf_codec_dialect dialect,
                             bool fortran, zf_err *err)
@@ -273,6 +361,12 @@ zf_status zf_meta_v3_finish(const char *key, zf_node_meta *m, const zf_v3_dtype 
                                    "codec, nested %u deep, as its first codec", key, t->name,
                                    a->optional_levels);
     }
+    if (a->optional_levels && a->rect) {
+        /* a chunk's mask follows its data, at an offset that would differ chunk by chunk */
+        zf_chain_clear(&a->chain);
+        return zf_meta_unsupported(m, "%s: zarrs' optional data type \"%s\" in a rectilinear "
+                                   "chunk grid is not supported", key, t->name);
+    }
     if (reverse) {
         if ((st = prepend_reversal(&a->chain, a->ndim, &cerr)) != ZF_OK)
             return st == ZF_ERR_NOMEM ? st
@@ -289,6 +383,10 @@ zf_status zf_meta_v3_finish(const char *key, zf_node_meta *m, const zf_v3_dtype 
             return ZF_FIELD_FAIL(err, key, "codecs", "%s", cerr.msg);
     }
 
+    if (a->rect && (st = rect_chain(key, m, &dec, err)) != ZF_OK) {
+        zf_chain_clear(&a->chain);
+        return st;
+    }
     /* Chunks past zarrfs's limit: a shard is read by inner chunk, so only those must fit. */
     if (cbytes > ZF_MAX_CHUNK_BYTES) {
         zf_sharding sh;
@@ -307,7 +405,8 @@ zf_status zf_meta_v3_finish(const char *key, zf_node_meta *m, const zf_v3_dtype 
 /* ----- final v3 documents ----- */
 
 /* chunk_grid (v3 core "chunk_grid"; seeds/zarr-v3-regular-chunk-grid.txt): "regular" with
- * {"chunk_shape": [...]}; other grids are extensions zarrfs does not serve. */
+ * {"chunk_shape": [...]}, or the zarr-extensions "rectilinear" grid (rectilinear.c); other
+ * grids are extensions zarrfs does not serve. */
 static zf_status chunk_grid(const char *key, yajl_val v, zf_node_meta *m, bool *have, zf_err *err)
 {
     zf_array_meta *a = &m->array;
@@ -319,6 +418,11 @@ static zf_status chunk_grid(const char *key, yajl_val v, zf_node_meta *m, bool *
     if (!YAJL_IS_STRING(name) || (cfg && !YAJL_IS_OBJECT(cfg)))
         return ZF_FIELD_FAIL(err, key, "chunk_grid",
                              "expected an object with \"name\" and \"configuration\"");
+    if (strcmp(name->u.string, "rectilinear") == 0) {
+        zf_status st = zf_meta_rectilinear(key, cfg, m, err);
+        *have = st == ZF_OK && m->unsupported == ZF_OK;
+        return st;
+    }
     if (strcmp(name->u.string, "regular"))
         return zf_meta_unsupported(m, "%s: \"chunk_grid\": chunk grid \"%s\" is not supported",
                                    key, name->u.string);

@@ -733,6 +733,34 @@ def registry_seeds():
         put("meta_v3", json.dumps(doc).encode())
 
 
+def rectilinear_seeds():
+    """zarr.json documents of the zarr-extensions "rectilinear" chunk grid (README.md's example,
+    zarrs' documented forms, hostile counts, refusals) for meta_v3."""
+    def doc(shape, chunk_shapes, codecs=None, kind="inline"):
+        return json.dumps({
+            "zarr_format": 3, "node_type": "array", "shape": shape, "data_type": "int16",
+            "chunk_grid": {"name": "rectilinear",
+                           "configuration": {"kind": kind, "chunk_shapes": chunk_shapes}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": codecs or [{"name": "bytes", "configuration": {"endian": "little"}},
+                                 {"name": "gzip", "configuration": {"level": 1}}]}).encode()
+    big = 2 ** 62
+    for shape, cs in (([6, 6, 6, 6, 6], [4, [1, 2, 3], [[4, 2]], [[1, 3], 3], [4, 4, 4]]),
+                      ([26, 38], [[16, 10], [24, 14]]),
+                      ([100, 10], [[[5, 3], [15, 2], 20, 35], [10]]),
+                      ([8, 8], [[[1, 3], 3, 2], 4]),
+                      ([11], [[3, [2, big]]]), ([11], [[3, [7, big], [9, 2 ** 63 - 1]]]),
+                      ([0, 7], [[3, 4], [1, 6]]), ([7], [[[2, 3]]]), ([6], [[3, 0, 3]]),
+                      ([6], [[[0, 3]]]), ([6], [[1, [6]]]), ([4, 1], [4, []])):
+        put("meta_v3", doc(shape, cs))
+    put("meta_v3", doc([6], [[2, 4]], kind="external"))
+    le = {"name": "bytes", "configuration": {"endian": "little"}}
+    put("meta_v3", doc([6], [[2, 4]], [{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [2], "codecs": [le], "index_codecs": [le]}}]))
+    put("meta_v3", doc([6, 4], [[2, 4], [1, 3]], [
+        {"name": "transpose", "configuration": {"order": [1, 0]}}, le]))
+
+
 def main():
     global OUT, FIXTURES
     OUT = sys.argv[1]
@@ -774,6 +802,7 @@ def main():
     shard_seeds()
     n5_seeds()
     optional_seeds()
+    rectilinear_seeds()
     keys = []
     for t in v2_trees[:2] + v3_trees:
         keys += list(tree_files(t))

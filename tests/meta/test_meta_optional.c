@@ -141,6 +141,19 @@ START_TEST(refused)
     ck_assert_int_eq(m.unsupported, ZF_ERR_UNSUPPORTED);
     ck_assert_msg(strstr(m.unsupported_why, "optional"), "%s", m.unsupported_why);
     zf_node_meta_free(&m);
+    /* in a rectilinear chunk grid (its chunks' masks would start at other offsets): refused */
+    char rect[4096];
+    snprintf(rect, sizeof rect,
+             "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [5, 4], \"data_type\": "
+             "%s, \"chunk_grid\": {\"name\": \"rectilinear\", \"configuration\": {\"kind\": "
+             "\"inline\", \"chunk_shapes\": [[2, 3], 4]}}, \"chunk_key_encoding\": {\"name\": "
+             "\"default\"}, \"fill_value\": null, \"codecs\": %s}",
+             opt16, OPT_CODEC(BYTES_LE));
+    memset(&m, 0, sizeof m);
+    ck_assert_int_eq(zf_meta_parse_v3("zarr.json", rect, strlen(rect), &m, &err), ZF_OK);
+    ck_assert_int_eq(m.unsupported, ZF_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(m.unsupported_why, "rectilinear"), "%s", m.unsupported_why);
+    zf_node_meta_free(&m);
     /* nested deeper than 8 levels */
     char deep[2048] = "{\"name\": \"int8\"}";
     for (int i = 0; i < 9; i++) { /* 40 bytes more per level: far below 2048 */
