@@ -266,6 +266,26 @@ class Read(zf.TestCase):
                 self.assertEqual(json.loads(os.getxattr(p, "user.zarr.shape")),
                                  list(want.shape))
 
+    def test_netcdf_view(self):
+        """-o sidecars=nc: the root group's netCDF view (netCDF4-python reads it, CDF-5 for
+        the uint8 array) holds each rectilinear array's values, served from the same byte
+        ranges."""
+        import netCDF4
+        with zf.Mount(self.store, options=["sidecars=nc"], label="rect-nc") as m:
+            views = [n for n in os.listdir(m.mnt) if n.endswith(".nc")]
+            self.assertEqual(len(views), 1, views)
+            seen = 0
+            with netCDF4.Dataset(m.path(views[0])) as f:
+                f.set_auto_mask(False)
+                for name, want in self.wants.items():
+                    if name not in f.variables:
+                        continue
+                    got = f.variables[name][:]
+                    self.assertTrue(np.array_equal(got.reshape(want.shape), want,
+                                                   equal_nan=True), name + " in the .nc view")
+                    seen += 1
+            self.assertGreaterEqual(seen, 3, sorted(f.variables))
+
     def test_sharded_refused(self):
         with zf.Mount(self.store, label="rect-shard") as m:
             why = self.assertUndecodable(m.path("sharded"), 6, names=["sharding_indexed",
