@@ -18,6 +18,7 @@
 #include "hierarchy_impl.h"
 #include "zarrfs/json.h"
 #include "zarrfs/log.h"
+#include "zarrfs/sbuf.h"
 
 /* Where the voxels are: per dimension (C order) spacing and origin, from OME-Zarr multiscales
  * (1 and 0 otherwise), and axis labels (dimension_names, or xarray's _ARRAY_DIMENSIONS). */
@@ -211,37 +212,6 @@ bool zf_sidecars_parse(const char *list, unsigned *bits)
     return *bits != 0;
 }
 
-/* A growing string. */
-typedef struct sbuf {
-    char *s;
-    size_t len, cap;
-    bool oom;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    if (b->oom)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0 || b->len + (size_t)n + 1 > b->cap) {
-        size_t cap = (b->len + (size_t)(n < 0 ? 0 : n) + 1) * 2;
-        char *s = n < 0 ? NULL : realloc(b->s, cap);
-        if (!s) {
-            b->oom = true;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
 
 /* A plain NumPy typestr "<f8" of the flat encoding: byte order ('<', '>', '|'), kind, size.
  * False for structured and other data types. */
@@ -324,10 +294,10 @@ static const char *nrrd_type(char kind, unsigned size)
 
 /* The NumPy descr of the data type as a Python literal: a typestr, or a structured descr
  * (stored as JSON lists) with each field and each shape a tuple. */
-static void npy_descr(sbuf *b, const char *t)
+static void npy_descr(zf_sbuf *b, const char *t)
 {
     if (t[0] != '[') {
-        sb_printf(b, "'%s'", t);
+        zf_sbuf_printf(b, "'%s'", t);
         return;
     }
     char stack[16]; /* what each open bracket became: '[' a list, '(' a tuple */
@@ -336,34 +306,34 @@ static void npy_descr(sbuf *b, const char *t)
     for (const char *p = t; *p; p++) {
         char c = *p;
         if (in_str) {
-            sb_printf(b, "%c", c);
+            zf_sbuf_printf(b, "%c", c);
             if (c == '\\' && p[1])
-                sb_printf(b, "%c", *++p);
+                zf_sbuf_printf(b, "%c", *++p);
             else if (c == '"')
                 in_str = false;
         } else if (c == '"') {
             in_str = true;
-            sb_printf(b, "%c", c);
+            zf_sbuf_printf(b, "%c", c);
         } else if (c == '[') {
             char o = depth == 0 ? '[' : '('; /* the field list; a field or a shape */
             if (depth < (int)sizeof stack)
                 stack[depth] = o;
             depth++;
-            sb_printf(b, "%c", o);
+            zf_sbuf_printf(b, "%c", o);
         } else if (c == ']') {
             depth--;
             char o = depth >= 0 && depth < (int)sizeof stack ? stack[depth] : '[';
             if (o == '[')
-                sb_printf(b, "]");
+                zf_sbuf_printf(b, "]");
             else
-                sb_printf(b, "%s", b->len && b->s[b->len - 1] == '(' ? ")" : ",)");
+                zf_sbuf_printf(b, "%s", b->len && b->s[b->len - 1] == '(' ? ")" : ",)");
         } else {
-            sb_printf(b, "%c", c);
+            zf_sbuf_printf(b, "%c", c);
         }
     }
 }
 
-static zf_status make_npy(const zf_array_meta *a, sbuf *b, const char **why)
+static zf_status make_npy(const zf_array_meta *a, zf_sbuf *b, const char **why)
 {
     if (!a->dtype_typestr || a->variable_length) {
         *why = "variable-length data type";
@@ -381,13 +351,13 @@ static zf_status make_npy(const zf_array_meta *a, sbuf *b, const char **why)
             return ZF_ERR_NOT_FOUND;
         }
     }
-    sbuf d = {0};
-    sb_printf(&d, "{'descr': ");
+    zf_sbuf d = {0};
+    zf_sbuf_printf(&d, "{'descr': ");
     npy_descr(&d, a->dtype_typestr);
-    sb_printf(&d, ", 'fortran_order': False, 'shape': (");
+    zf_sbuf_printf(&d, ", 'fortran_order': False, 'shape': (");
     for (unsigned i = 0; i < a->ndim; i++)
-        sb_printf(&d, "%llu,%s", (unsigned long long)a->shape[i], i + 1 < a->ndim ? " " : "");
-    sb_printf(&d, "), }");
+        zf_sbuf_printf(&d, "%llu,%s", (unsigned long long)a->shape[i], i + 1 < a->ndim ? " " : "");
+    zf_sbuf_printf(&d, "), }");
     if (d.oom) {
         free(d.s);
         return ZF_ERR_NOMEM;
@@ -396,17 +366,8 @@ static zf_status make_npy(const zf_array_meta *a, sbuf *b, const char **why)
     bool v2 = d.len + 1 + 10 + 64 > 65535;
     size_t pre = v2 ? 12 : 10, total = (pre + d.len + 1 + 63) / 64 * 64;
     size_t hlen = total - pre;
-    sb_printf(b, "%s", "\x93NUMPY");
-    if (!b->oom && b->len + total + 1 > b->cap) {
-        char *s = realloc(b->s, b->len + total + 1);
-        if (!s) {
-            free(d.s);
-            return ZF_ERR_NOMEM;
-        }
-        b->s = s;
-        b->cap = b->len + total + 1;
-    }
-    if (b->oom) {
+    zf_sbuf_printf(b, "%s", "\x93NUMPY");
+    if (!zf_sbuf_reserve(b, total)) {
         free(d.s);
         return ZF_ERR_NOMEM;
     }
@@ -478,7 +439,7 @@ static bool ome_axes(unsigned n, const geom *g, char *letter)
 
 /* Printable ASCII with XML's five special characters escaped; false (nothing added) for any
  * other byte. */
-static bool xml_text(sbuf *b, const char *t)
+static bool xml_text(zf_sbuf *b, const char *t)
 {
     for (const char *p = t; *p; p++)
         if (*p < 0x20 || *p > 0x7e)
@@ -487,21 +448,21 @@ static bool xml_text(sbuf *b, const char *t)
         const char *e = *p == '&' ? "&amp;" : *p == '<' ? "&lt;" : *p == '>' ? "&gt;"
                         : *p == '"' ? "&quot;" : *p == '\'' ? "&apos;" : NULL;
         if (e)
-            sb_printf(b, "%s", e);
+            zf_sbuf_printf(b, "%s", e);
         else
-            sb_printf(b, "%c", *p);
+            zf_sbuf_printf(b, "%c", *p);
     }
     return true;
 }
 
 /* The physical size attributes of OME dimension `letter` for array dimension d (only with
  * OME-Zarr spacing and a length unit OME names: without a unit, OME would say micrometres). */
-static void ome_physical(sbuf *b, char letter, unsigned d, const geom *g)
+static void ome_physical(zf_sbuf *b, char letter, unsigned d, const geom *g)
 {
     const char *unit = g && g->from_multiscales ? ome_length_unit(g->units[d]) : NULL;
     double s = g ? g->spacing[d] : 0;
     if (unit && s > 0 && s < 1e300)
-        sb_printf(b, " PhysicalSize%c=\"%.17g\" PhysicalSize%cUnit=\"%s\"", letter, s, letter,
+        zf_sbuf_printf(b, " PhysicalSize%c=\"%.17g\" PhysicalSize%cUnit=\"%s\"", letter, s, letter,
                   unit);
 }
 
@@ -509,7 +470,7 @@ static void ome_physical(sbuf *b, char letter, unsigned d, const geom *g)
  * dimension order, type, physical sizes, one TiffData for every plane) where OME can describe
  * the array (2 to 5 dimensions, an OME pixel type, sizes below 2^31), else tifffile's "shaped"
  * JSON ({"shape": [...]}) so that tifffile still gives the array's full shape. */
-static void tiff_description(sbuf *b, const char *name, const zf_array_meta *a, char kind,
+static void tiff_description(zf_sbuf *b, const char *name, const zf_array_meta *a, char kind,
                              unsigned size, bool big, const geom *g)
 {
     unsigned n = a->ndim;
@@ -519,10 +480,10 @@ static void tiff_description(sbuf *b, const char *name, const zf_array_meta *a, 
     for (unsigned d = 0; ome && d < n; d++)
         ome = a->shape[d] <= INT32_MAX;
     if (!ome) {
-        sb_printf(b, "{\"shape\": [");
+        zf_sbuf_printf(b, "{\"shape\": [");
         for (unsigned d = 0; d < n; d++)
-            sb_printf(b, "%s%llu", d ? ", " : "", (unsigned long long)a->shape[d]);
-        sb_printf(b, "]}");
+            zf_sbuf_printf(b, "%s%llu", d ? ", " : "", (unsigned long long)a->shape[d]);
+        zf_sbuf_printf(b, "]}");
         return;
     }
     unsigned long long size_of[3] = {1, 1, 1}, planes = 1; /* Z, C, T */
@@ -537,16 +498,16 @@ static void tiff_description(sbuf *b, const char *name, const zf_array_meta *a, 
         if (!memchr(order, *l, k))
             order[k++] = *l;
     order[5] = '\0';
-    sb_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    zf_sbuf_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                  "<OME xmlns=\"http://www.openmicroscopy.org/Schemas/OME/2016-06\" "
                  "Creator=\"zarrfs\"><Image ID=\"Image:0\"");
     size_t at = b->len;
-    sb_printf(b, " Name=\"");
+    zf_sbuf_printf(b, " Name=\"");
     if (xml_text(b, name))
-        sb_printf(b, "\"");
+        zf_sbuf_printf(b, "\"");
     else if (!b->oom)
         b->len = at; /* no name rather than a wrong one */
-    sb_printf(b, "><Pixels ID=\"Pixels:0\" DimensionOrder=\"%s\" Type=\"%s\" SizeX=\"%llu\" "
+    zf_sbuf_printf(b, "><Pixels ID=\"Pixels:0\" DimensionOrder=\"%s\" Type=\"%s\" SizeX=\"%llu\" "
                  "SizeY=\"%llu\" SizeZ=\"%llu\" SizeC=\"%llu\" SizeT=\"%llu\" BigEndian=\"%s\"",
               order, type, (unsigned long long)a->shape[n - 1],
               (unsigned long long)a->shape[n - 2], size_of[0], size_of[1], size_of[2],
@@ -556,10 +517,10 @@ static void tiff_description(sbuf *b, const char *name, const zf_array_meta *a, 
     for (unsigned d = 0; d + 2 < n; d++)
         if (letter[d] == 'Z')
             ome_physical(b, 'Z', d, g);
-    sb_printf(b, "><TiffData IFD=\"0\" PlaneCount=\"%llu\"/></Pixels></Image></OME>", planes);
+    zf_sbuf_printf(b, "><TiffData IFD=\"0\" PlaneCount=\"%llu\"/></Pixels></Image></OME>", planes);
 }
 
-static zf_status make_tiff(const char *name, const zf_array_meta *a, const geom *g, sbuf *b,
+static zf_status make_tiff(const char *name, const zf_array_meta *a, const geom *g, zf_sbuf *b,
                            const char **why)
 {
     char order, kind;
@@ -571,7 +532,7 @@ static zf_status make_tiff(const char *name, const zf_array_meta *a, const geom 
     if (!b) /* whether there is one: the header's size does not depend on the description */
         return zf_h_tiff_header(a->ndim, a->shape, kind, size, is_big(order), NULL, NULL, NULL,
                                 why);
-    sbuf d = {0};
+    zf_sbuf d = {0};
     tiff_description(&d, name, a, kind, size, is_big(order), g);
     if (d.oom) {
         free(d.s);
@@ -591,7 +552,7 @@ static zf_status make_tiff(const char *name, const zf_array_meta *a, const geom 
 }
 
 static zf_status make_header(unsigned bit, const char *name, const zf_array_meta *a,
-                             const geom *g, sbuf *b, const char **why)
+                             const geom *g, zf_sbuf *b, const char **why)
 {
     if (bit == ZF_SIDECAR_NPY)
         return make_npy(a, b, why);
@@ -619,7 +580,7 @@ static zf_status make_header(unsigned bit, const char *name, const zf_array_meta
             *why = "not 2-D or 3-D";
             return ZF_ERR_NOT_FOUND;
         }
-        sb_printf(b, "ENVI\ndescription = {zarrfs: %s}\nsamples = %llu\nlines = %llu\n"
+        zf_sbuf_printf(b, "ENVI\ndescription = {zarrfs: %s}\nsamples = %llu\nlines = %llu\n"
                      "bands = %llu\nheader offset = 0\nfile type = ENVI Standard\n"
                      "data type = %d\ninterleave = bsq\nbyte order = %d\n",
                   name, (unsigned long long)s[n - 1], (unsigned long long)s[n - 2],
@@ -636,18 +597,18 @@ static zf_status make_header(unsigned bit, const char *name, const zf_array_meta
             *why = "a data type MetaImage does not have";
             return ZF_ERR_NOT_FOUND;
         }
-        sb_printf(b, "ObjectType = Image\nNDims = %u\nBinaryData = True\n"
+        zf_sbuf_printf(b, "ObjectType = Image\nNDims = %u\nBinaryData = True\n"
                      "BinaryDataByteOrderMSB = %s\nElementByteOrderMSB = %s\nDimSize =",
                   n, is_big(order) ? "True" : "False", is_big(order) ? "True" : "False");
         for (unsigned i = n; i-- > 0;)
-            sb_printf(b, " %llu", (unsigned long long)s[i]);
-        sb_printf(b, "\nElementSpacing =");
+            zf_sbuf_printf(b, " %llu", (unsigned long long)s[i]);
+        zf_sbuf_printf(b, "\nElementSpacing =");
         for (unsigned i = n; i-- > 0;)
-            sb_printf(b, " %.17g", g ? g->spacing[i] : 1.0);
-        sb_printf(b, "\nOffset =");
+            zf_sbuf_printf(b, " %.17g", g ? g->spacing[i] : 1.0);
+        zf_sbuf_printf(b, "\nOffset =");
         for (unsigned i = n; i-- > 0;)
-            sb_printf(b, " %.17g", g ? g->origin[i] : 0.0);
-        sb_printf(b, "\nElementType = %s\nHeaderSize = 0\nElementDataFile = %s\n", t, name);
+            zf_sbuf_printf(b, " %.17g", g ? g->origin[i] : 0.0);
+        zf_sbuf_printf(b, "\nElementType = %s\nHeaderSize = 0\nElementDataFile = %s\n", t, name);
         return b->oom ? ZF_ERR_NOMEM : ZF_OK;
     }
     /* NRRD */
@@ -656,28 +617,28 @@ static zf_status make_header(unsigned bit, const char *name, const zf_array_meta
         *why = "a data type NRRD does not have";
         return ZF_ERR_NOT_FOUND;
     }
-    sb_printf(b, "NRRD0004\n# generated by zarrfs\ntype: %s\ndimension: %u\nsizes:", t, n);
+    zf_sbuf_printf(b, "NRRD0004\n# generated by zarrfs\ntype: %s\ndimension: %u\nsizes:", t, n);
     for (unsigned i = n; i-- > 0;)
-        sb_printf(b, " %llu", (unsigned long long)s[i]);
-    sb_printf(b, "\nkinds:");
+        zf_sbuf_printf(b, " %llu", (unsigned long long)s[i]);
+    zf_sbuf_printf(b, "\nkinds:");
     for (unsigned i = 0; i < n; i++)
-        sb_printf(b, " domain");
-    sb_printf(b, "\nspacings:");
+        zf_sbuf_printf(b, " domain");
+    zf_sbuf_printf(b, "\nspacings:");
     for (unsigned i = n; i-- > 0;)
-        sb_printf(b, " %.17g", g ? g->spacing[i] : 1.0);
-    sb_printf(b, "\naxis mins:");
+        zf_sbuf_printf(b, " %.17g", g ? g->spacing[i] : 1.0);
+    zf_sbuf_printf(b, "\naxis mins:");
     for (unsigned i = n; i-- > 0;)
-        sb_printf(b, " %.17g", g ? g->origin[i] : 0.0);
-    sb_printf(b, "\n");
+        zf_sbuf_printf(b, " %.17g", g ? g->origin[i] : 0.0);
+    zf_sbuf_printf(b, "\n");
     if (g && g->has_labels) {
-        sb_printf(b, "labels:");
+        zf_sbuf_printf(b, "labels:");
         for (unsigned i = n; i-- > 0;)
-            sb_printf(b, " \"%s\"", g->labels[i] ? g->labels[i] : "");
-        sb_printf(b, "\n");
+            zf_sbuf_printf(b, " \"%s\"", g->labels[i] ? g->labels[i] : "");
+        zf_sbuf_printf(b, "\n");
     }
     if (size > 1)
-        sb_printf(b, "endian: %s\n", is_big(order) ? "big" : "little");
-    sb_printf(b, "encoding: raw\ndata file: %s\n", name);
+        zf_sbuf_printf(b, "endian: %s\n", is_big(order) ? "big" : "little");
+    zf_sbuf_printf(b, "encoding: raw\ndata file: %s\n", name);
     return b->oom ? ZF_ERR_NOMEM : ZF_OK;
 }
 
@@ -822,7 +783,7 @@ zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, bool entry, zf_
         return ZF_OK;
     }
     pthread_mutex_unlock(&h->mu);
-    sbuf b = {0};
+    zf_sbuf b = {0};
     const char *why = NULL;
     geom g;
     uint64_t gen = atomic_load_explicit(&h->meta_gen, memory_order_acquire); /* before reading */
@@ -948,7 +909,7 @@ void zf_h_sidecar_refresh(zf_hierarchy *h, zf_node *n)
     pthread_mutex_lock(&base->mu);
     if (header_stale_locked(n, gen)) {
         const char *slash = strrchr(base->path, '/');
-        sbuf b = {0};
+        zf_sbuf b = {0};
         const char *why = NULL;
         zf_status st = make_header(n->dkind, slash ? slash + 1 : base->path, &base->meta.array,
                                    &g, &b, &why);
@@ -1050,7 +1011,7 @@ zf_status zf_h_sidecar_names(zf_hierarchy *h, const zf_node *node, const char *n
     for (size_t i = 0; i < NKINDS; i++) {
         if (!(h->sidecars & KINDS[i].bit & ARRAY_KINDS))
             continue;
-        sbuf b = {0};
+        zf_sbuf b = {0};
         const char *why = NULL;
         /* (a TIFF header's existence is known without making it: a listing stays cheap) */
         zf_status st = make_header(KINDS[i].bit, name, &node->meta.array, NULL,

@@ -13,6 +13,7 @@
 
 #include "meta_impl.h"
 #include "zarrfs/json.h"
+#include "zarrfs/sbuf.h"
 
 /* Variable-length types zarr-python 3 writes ("string" and "bytes" in 3.0; 3.1 also spells them
  * "variable_length_utf8" and "variable_length_bytes"): elements have no fixed size, so they have
@@ -147,52 +148,6 @@ static zf_status utf32_type(const char *name, yajl_val cfg, zf_v3_dtype *out, zf
     return ZF_OK;
 }
 
-/* A growing string for the struct's descr. */
-typedef struct dbuf {
-    char *s;
-    size_t len, cap;
-    bool oom;
-} dbuf;
-
-static void db_add(dbuf *b, const char *t, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = (b->len + n + 1) * 2;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->oom = true;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, t, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void db_str(dbuf *b, const char *t) { db_add(b, t, strlen(t)); }
-
-/* s as a JSON string (quotes, escapes). */
-static void db_json_string(dbuf *b, const char *s)
-{
-    db_str(b, "\"");
-    for (; *s; s++) {
-        char e[8];
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            snprintf(e, sizeof e, "\\%c", c);
-        else if (c < 0x20)
-            snprintf(e, sizeof e, "\\u%04x", c);
-        else
-            snprintf(e, sizeof e, "%c", c);
-        db_str(b, e);
-    }
-    db_str(b, "\"");
-}
-
 /* Does the bytes codec's "endian" apply to a field of this type (a multi-byte component)? */
 static bool has_byte_order(const zf_dtype *dt)
 {
@@ -246,11 +201,11 @@ static zf_status struct_type(yajl_val v, yajl_val cfg, bool legacy, zf_v3_dtype 
         return zf_fail(err, ZF_ERR_INVALID,
                        "data type \"%s\": \"fields\": expected a list of at least one field",
                        tname);
-    dbuf d = {0};
+    zf_sbuf d = {0};
     bool numpy = true, multi = false;
     uint64_t size = 0;
     zf_status st = ZF_OK;
-    db_str(&d, "[");
+    zf_sbuf_printf(&d, "[");
     for (size_t i = 0; i < fields->u.array.len && st == ZF_OK; i++) {
         const char *fname, *other;
         yajl_val ftype, unused;
@@ -289,17 +244,17 @@ static zf_status struct_type(yajl_val v, yajl_val cfg, bool legacy, zf_v3_dtype 
         multi |= has_byte_order(&ft.dt);
         const char *ts = ft.descr ? ft.descr : ft.typestr;
         numpy &= ft.descr ? ts[0] == '[' : zf_dtype_has_typestr(&ft.dt);
-        db_str(&d, i ? ",[" : "[");
-        db_json_string(&d, fname);
-        db_str(&d, ",");
+        zf_sbuf_printf(&d, i ? ",[" : "[");
+        zf_sbuf_json_string(&d, fname);
+        zf_sbuf_printf(&d, ",");
         if (ft.descr)
-            db_str(&d, ts);
+            zf_sbuf_printf(&d, "%s", ts);
         else
-            db_json_string(&d, ts);
-        db_str(&d, "]");
+            zf_sbuf_json_string(&d, ts);
+        zf_sbuf_printf(&d, "]");
         free(ft.descr);
     }
-    db_str(&d, "]");
+    zf_sbuf_printf(&d, "]");
     if (st == ZF_OK && d.oom)
         st = ZF_ERR_NOMEM;
     if (st == ZF_OK && !numpy) { /* a field NumPy cannot describe: the Zarr type itself */
