@@ -273,6 +273,38 @@ zf_status zf_hierarchy_set_attributes(zf_hierarchy *h, zf_node *node, const char
 zf_status zf_hierarchy_set_metadata(zf_hierarchy *h, zf_node *node, const char *json,
                                     size_t len, zf_err *err);
 
+/* ----- versions: a repository's other versions as hidden directories -----
+ * A store that holds several versions of one hierarchy (an Icechunk repository: branches, tags,
+ * snapshots) can show each version as a whole read-only hierarchy below a hidden directory of
+ * the root, reached by name but never listed (as .zarrfs-stats is, and ZFS's .zfs with
+ * snapdir=hidden): ROOT/<dir_name>/<kind>/<name>/... Each version directory is a hierarchy of
+ * its own (zf_hierarchy_open over the store `open` gives, read-only, sharing this hierarchy's
+ * chunk cache, decode workers and options), grafted at that path and opened on first lookup;
+ * its nodes have ids of their own, disjoint from this hierarchy's (zf_hierarchy_node finds
+ * them), and every zf_hierarchy_* call given one of its nodes acts on the version's hierarchy.
+ * Besides version directories, a kind's directory may hold read-only text files (an ancestry
+ * log), whose text `file` makes; what `list` says is trusted for metadata_ttl, as a group's
+ * listing is (forever when 0), and a file's text as long. The hierarchy layer knows nothing of
+ * what a version is. */
+typedef struct zf_versions {
+    const char *dir_name;     /* the hidden directory at the root, e.g. ".icechunk" */
+    const char *const *kinds; /* the directories below it, e.g. "branches", "tags", "snapshots" */
+    size_t nkinds;
+    void *ctx;
+    /* The entries of kind's directory: is_prefix = a version directory, else a text file.
+     * Names are single path segments. */
+    zf_status (*list)(void *ctx, const char *kind, zf_store_listing *out, zf_err *err);
+    /* A new store of version `name` of kind (the caller owns it); ZF_ERR_NOT_FOUND if none. */
+    zf_status (*open)(void *ctx, const char *kind, const char *name, zf_store **out,
+                      zf_err *err);
+    /* The text of file `name` of kind (malloc'd, *len bytes); ZF_ERR_NOT_FOUND if none. */
+    zf_status (*file)(void *ctx, const char *kind, const char *name, char **text, size_t *len,
+                      zf_err *err);
+    void (*destroy)(void *ctx); /* with the hierarchy (NULL: nothing) */
+} zf_versions;
+/* Give h its versions (copied; ctx passes to h, destroyed with it). Before other threads use h. */
+void zf_hierarchy_set_versions(zf_hierarchy *h, const zf_versions *v);
+
 /* The file name for a root array of store `store_name` (see above); malloc'd. */
 char *zf_root_array_name(const char *store_name);
 

@@ -542,7 +542,10 @@ static zf_status lookup_real(zf_hierarchy *h, const char *path, zf_node **out, z
         zf_h_node_free(n);
         return st;
     }
+    /* Unchanged: the same documents at the same time (a store whose chunks change under
+     * unchanged metadata, as a repository whose branch moved, gives its documents a new time). */
     if (stale && stale->meta.kind == n->meta.kind &&
+        stale->mtime.tv_sec == n->mtime.tv_sec && stale->mtime.tv_nsec == n->mtime.tv_nsec &&
         same_text(stale->meta.metadata_json, n->meta.metadata_json) &&
         same_text(stale->meta.attributes_json, n->meta.attributes_json)) {
         pthread_mutex_lock(&h->mu); /* unchanged: trust it for another TTL */
