@@ -153,7 +153,26 @@ typedef struct zf_store_options {
     /* netrc[=FILE]: the path of a .netrc file (checked with zf_secret_file_check) that libcurl
      * reads for HTTP(S) stores, by host, when no other credentials apply; NULL: none. */
     const char *netrc;
+    /* Icechunk repositories (NULL: the defaults below). */
+    const struct zf_icechunk_options *icechunk;
 } zf_store_options;
+
+/* How an Icechunk repository is shown (store_icechunk.c; the -o options of the same names). */
+typedef struct zf_icechunk_options {
+    const char *ref;      /* ref=NAME: a branch (first) or a tag; NULL: branch main */
+    const char *snapshot; /* snapshot=ID: one snapshot (20 Crockford base32 characters) */
+    /* virtual_chunks=PREFIX (repeated): URL prefixes whose virtual chunks may be read, with or
+     * without their trailing '/'; a reference is read only when its location lies in a
+     * container the repository's configuration declares and starts with one of these. */
+    const char *const *virtual_chunks;
+    size_t nvirtual_chunks;
+    /* virtual_endpoint=PREFIX=URL (repeated): the endpoint of the container whose url_prefix is
+     * PREFIX, instead of the configuration's (S3-compatible servers, tests). */
+    const char *const *virtual_endpoints;
+    size_t nvirtual_endpoints;
+    double metadata_ttl; /* seconds a branch's head is trusted (< 0: 60; 0: for ever) */
+    size_t cache_bytes;  /* bound on the parsed snapshots and manifests kept (0: 64 MiB) */
+} zf_icechunk_options;
 
 #define ZF_STORE_DEFAULT_RETRIES 5
 #define ZF_STORE_DEFAULT_TIMEOUT 30.0
@@ -368,6 +387,34 @@ zf_status zf_store_refs_open(const char *name, const char *text, size_t len, con
                              const zf_store_options *opts, zf_store **out, zf_err *err);
 /* True when the first n bytes of a file look like a JSON object (after white space). */
 bool zf_refs_looks_like_json(const uint8_t *head, size_t n);
+
+/* ----- Icechunk repositories (store_icechunk.c) -----
+ * An Icechunk repository (specification 1: refs/branch.main/ref.json; 2: a `repo` file) at the
+ * root of inner is opened as a read-only Zarr v3 store of one version (opts->icechunk: a
+ * branch, by default main, whose head is followed; a tag; a snapshot); any other store is
+ * returned as it is (*out = inner). inner passes to the result either way (closed on failure).
+ * Errors: ZF_ERR_UNSUPPORTED (an Icechunk 0.1 repository), ZF_ERR_NOT_FOUND (no such branch,
+ * tag or snapshot), ZF_ERR_CORRUPT (files that do not parse: icechunk.h), ZF_ERR_INVALID
+ * (options), store errors. */
+zf_status zf_store_icechunk_detect_open(zf_store *inner, const zf_store_options *opts,
+                                        zf_store **out, zf_err *err);
+bool zf_store_is_icechunk(const zf_store *s);
+/* The place of the store holding the repository of Icechunk store s, for a wrapper of it (the
+ * disk cache) to take, before s is used. */
+zf_store **zf_store_icechunk_inner(zf_store *s);
+/* The versions of the repository of an Icechunk store s, for the hierarchy's hidden directory
+ * (zf_versions in hierarchy.h): the kinds ("branches", "tags", "snapshots"); the entries of a
+ * kind (a directory per branch, tag or snapshot id; and per branch a file NAME.log); a new
+ * store of one version (sharing s's repository and caches; a branch follows its head); and a
+ * branch's ancestry log: one line per snapshot, newest first, "ID\tTIME\tMESSAGE\n" with TIME
+ * in ISO 8601 UTC to the microsecond and \, tab, CR and newline of the message escaped as \\,
+ * \t, \r, \n. Thread-safe. Errors: ZF_ERR_NOT_FOUND (no such kind, version or file). */
+const char *const *zf_icechunk_version_kinds(size_t *n);
+zf_status zf_icechunk_list(zf_store *s, const char *kind, zf_store_listing *out, zf_err *err);
+zf_status zf_icechunk_open_version(zf_store *s, const char *kind, const char *name,
+                                   zf_store **out, zf_err *err);
+zf_status zf_icechunk_file(zf_store *s, const char *kind, const char *name, char **text,
+                           size_t *len, zf_err *err);
 
 /* ----- the disk cache (store_diskcache.c) -----
  * A store wrapper that keeps what the remote store it wraps returns — whole values, byte ranges,

@@ -47,7 +47,14 @@ typedef struct zf_options {
     int sidecars_all;    /* -o sidecars */
     char *sidecars;      /* -o sidecars=envi,mhd,nhdr,npy */
     char *uid, *gid, *umask, *file_mode, *dir_mode; /* ownership and modes of the nodes */
+    /* Icechunk repositories: -o ref, -o snapshot, -o virtual_chunks (repeated),
+     * -o virtual_endpoint (repeated) */
+    char *ref, *snapshot;
+    char **virtual_chunks, **virtual_endpoints;
+    size_t nvirtual_chunks, nvirtual_endpoints;
 } zf_options;
+
+enum { KEY_VIRTUAL_CHUNKS = 1, KEY_VIRTUAL_ENDPOINT };
 
 #define ZF_OPT(t, p) {t, offsetof(zf_options, p), 1}
 static const struct fuse_opt zf_opts[] = {
@@ -72,6 +79,9 @@ static const struct fuse_opt zf_opts[] = {
     ZF_OPT("uid=%s", uid),                ZF_OPT("gid=%s", gid),
     ZF_OPT("umask=%s", umask),            ZF_OPT("file_mode=%s", file_mode),
     ZF_OPT("dir_mode=%s", dir_mode),
+    ZF_OPT("ref=%s", ref),                ZF_OPT("snapshot=%s", snapshot),
+    FUSE_OPT_KEY("virtual_chunks=", KEY_VIRTUAL_CHUNKS),
+    FUSE_OPT_KEY("virtual_endpoint=", KEY_VIRTUAL_ENDPOINT),
     FUSE_OPT_END,
 };
 
@@ -134,6 +144,16 @@ static void usage(const char *prog)
            "    -o write_empty_chunks  store chunks holding only the fill value (default:\n"
            "                           erase them)\n"
            "    -o allow_delete        let unlink delete arrays (default: EPERM)\n"
+           "\nIcechunk repositories (read-only; other versions under STORE/.icechunk/):\n"
+           "    -o ref=NAME            show branch or tag NAME (default: branch main, whose\n"
+           "                           new commits show after metadata_ttl, default 60)\n"
+           "    -o snapshot=ID         show one snapshot (default: branch main)\n"
+           "    -o virtual_chunks=PREFIX  read virtual chunks whose location starts with\n"
+           "                           PREFIX (a URL prefix of a container the repository\n"
+           "                           declares; repeat for several) (default: none; others\n"
+           "                           read as EIO)\n"
+           "    -o virtual_endpoint=PREFIX=URL  endpoint of that container (default: the\n"
+           "                           repository's configuration)\n"
            "\nownership (the kernel checks the modes; other users need -o allow_other):\n"
            "    -o uid=N, -o gid=N     owner and group of every file and directory (default:\n"
            "                           the user and group running zarrfs)\n"
@@ -158,6 +178,16 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
     if (key == FUSE_OPT_KEY_NONOPT && !o->store) {
         o->store = strdup(arg);
         return 0; /* the first positional is the store; the second is left for FUSE */
+    }
+    if (key == KEY_VIRTUAL_CHUNKS || key == KEY_VIRTUAL_ENDPOINT) { /* repeatable */
+        char ***list = key == KEY_VIRTUAL_CHUNKS ? &o->virtual_chunks : &o->virtual_endpoints;
+        size_t *n = key == KEY_VIRTUAL_CHUNKS ? &o->nvirtual_chunks : &o->nvirtual_endpoints;
+        char **l = realloc(*list, (*n + 1) * sizeof *l);
+        if (!l || !(l[*n] = strdup(strchr(arg, '=') + 1)))
+            return -1;
+        *list = l;
+        (*n)++;
+        return 0;
     }
     return 1;
 }
@@ -624,6 +654,22 @@ static void join_sidecar_kinds(char *opts)
     }
 }
 
+/* The zf_versions of an Icechunk mount: its store's (ctx) versions. */
+static zf_status ic_list(void *ctx, const char *kind, zf_store_listing *out, zf_err *err)
+{
+    return zf_icechunk_list(ctx, kind, out, err);
+}
+static zf_status ic_open(void *ctx, const char *kind, const char *name, zf_store **out,
+                         zf_err *err)
+{
+    return zf_icechunk_open_version(ctx, kind, name, out, err);
+}
+static zf_status ic_file(void *ctx, const char *kind, const char *name, char **text,
+                         size_t *len, zf_err *err)
+{
+    return zf_icechunk_file(ctx, kind, name, text, len, err);
+}
+
 int main(int argc, char *argv[])
 {
     for (int i = 1; i < argc; i++) {
@@ -719,23 +765,46 @@ int main(int argc, char *argv[])
         free(netrc);
         goto out;
     }
+    double ttl_given = -1;
+    if (o.metadata_ttl && !parse_seconds(o.metadata_ttl, true, &ttl_given)) {
+        fprintf(stderr, "zarrfs: -o metadata_ttl=%s: expected a number of seconds >= 0\n",
+                o.metadata_ttl);
+        zf_credentials_free(&creds);
+        free(netrc);
+        goto out;
+    }
+    zf_icechunk_options icopts = {
+        .ref = o.ref, .snapshot = o.snapshot,
+        .virtual_chunks = (const char *const *)o.virtual_chunks,
+        .nvirtual_chunks = o.nvirtual_chunks,
+        .virtual_endpoints = (const char *const *)o.virtual_endpoints,
+        .nvirtual_endpoints = o.nvirtual_endpoints,
+        .metadata_ttl = ttl_given, .cache_bytes = hopts.cache_size / 4};
+    sopts.icechunk = &icopts;
     zf_store *store;
     zf_err err = {""};
     zf_status st = zf_store_open(o.store, &sopts, &store, &err);
+    bool icechunk = st == ZF_OK && zf_store_is_icechunk(store);
+    if (st == ZF_OK && !icechunk && (o.ref || o.snapshot || o.nvirtual_chunks)) {
+        fprintf(stderr, "zarrfs: -o ref, snapshot and virtual_chunks are for Icechunk "
+                "repositories; %s is not one\n", shown);
+        zf_store_close(store);
+        zf_credentials_free(&creds);
+        free(netrc);
+        goto out;
+    }
     zf_credentials_free(&creds); /* every store opened has its copy */
     free(netrc);
     hopts.io_threads = sopts.max_connections;
-    if (st == ZF_OK) { /* metadata TTL: as given, else 60 s for remote stores, forever locally */
-        hopts.metadata_ttl = zf_store_is_remote(store) ? 60 : 0;
-        if (o.metadata_ttl && !parse_seconds(o.metadata_ttl, true, &hopts.metadata_ttl)) {
-            fprintf(stderr, "zarrfs: -o metadata_ttl=%s: expected a number of seconds >= 0\n",
-                    o.metadata_ttl);
-            zf_store_close(store);
-            goto out;
-        }
-    }
-    /* -o disk_cache: the remote store, wrapped (a local one is read as it is) */
-    if (st == ZF_OK && !open_disk_cache(&o, hopts.metadata_ttl, &store)) {
+    /* metadata TTL: as given, else 60 s for remote stores and Icechunk repositories (a branch
+     * follows its head), forever for local stores */
+    if (st == ZF_OK)
+        hopts.metadata_ttl = ttl_given >= 0 ? ttl_given
+                             : zf_store_is_remote(store) || icechunk ? 60 : 0;
+    /* -o disk_cache: the remote store, wrapped (a local one is read as it is); of an Icechunk
+     * repository, the store holding it */
+    if (st == ZF_OK &&
+        !open_disk_cache(&o, hopts.metadata_ttl, icechunk ? zf_store_icechunk_inner(store) : &store)) {
         zf_store_close(store);
         goto out;
     }
@@ -759,7 +828,19 @@ int main(int argc, char *argv[])
 
     if (!check_mountpoint(cl.mountpoint))
         goto out;
-    if (o.rw && zf_hierarchy_can_write(h, &err) != ZF_OK) {
+    if (icechunk) { /* the other versions, under .icechunk/ */
+        size_t nk;
+        const char *const *kinds = zf_icechunk_version_kinds(&nk);
+        zf_versions v = {.dir_name = ".icechunk", .kinds = kinds, .nkinds = nk, .ctx = store,
+                         .list = ic_list, .open = ic_open, .file = ic_file};
+        zf_hierarchy_set_versions(h, &v);
+    }
+    if (o.rw && icechunk) {
+        zf_log_warn("-o rw: Icechunk repositories are read-only in zarrfs (writing them is not "
+                    "supported yet); mounting read-only");
+        o.rw = 0;
+        fuse_opt_add_arg(&args, "-oro");
+    } else if (o.rw && zf_hierarchy_can_write(h, &err) != ZF_OK) {
         zf_log_warn("-o rw: %s; mounting read-only", err.msg);
         o.rw = 0;
         fuse_opt_add_arg(&args, "-oro");
@@ -832,6 +913,14 @@ out:
     free(o.umask);
     free(o.file_mode);
     free(o.dir_mode);
+    free(o.ref);
+    free(o.snapshot);
+    for (size_t i = 0; i < o.nvirtual_chunks; i++)
+        free(o.virtual_chunks[i]);
+    free(o.virtual_chunks);
+    for (size_t i = 0; i < o.nvirtual_endpoints; i++)
+        free(o.virtual_endpoints[i]);
+    free(o.virtual_endpoints);
     fuse_opt_free_args(&args);
     return ret;
 }
