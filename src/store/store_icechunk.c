@@ -450,8 +450,11 @@ static zf_status current(ic_store *s, ic_obj **out, zf_err *err)
                 *err = herr;
             return st;
         }
-        if (!s->head_failed_logged) {
-            s->head_failed_logged = true;
+        pthread_mutex_lock(&s->mu);
+        bool say = !s->head_failed_logged;
+        s->head_failed_logged = true;
+        pthread_mutex_unlock(&s->mu);
+        if (say) {
             zf_log_warn("%s: branch %s: %s; showing its last head", r->url, s->name,
                         herr.msg[0] ? herr.msg : zf_status_str(st));
         }
@@ -783,17 +786,9 @@ static zf_status read_virtual(ic_repo *r, const zf_ic_chunk_ref *ref, uint64_t o
                        loc);
     zf_store_version ver;
     memset(&ver, 0, sizeof ver);
-    if (len == 0) { /* nothing to read; the checksum still applies */
-        uint64_t size;
-        st = zf_store_stat(vs, vkey, &size, &ver.mtime, err);
-        if (st == ZF_OK && ref->etag)
-            st = zf_store_read_versioned(vs, vkey, ZF_READ_STAT, 0, 0, out, &ver, err);
-        out->data = NULL;
-        out->len = 0;
-    } else {
-        st = zf_store_read_versioned(vs, vkey, ZF_READ_RANGE, ref->offset + off, len, out, &ver,
-                                     err);
-    }
+    if (len == 0) /* nothing to read (the caller answers without bytes) */
+        return ZF_OK;
+    st = zf_store_read_versioned(vs, vkey, ZF_READ_RANGE, ref->offset + off, len, out, &ver, err);
     if (st == ZF_ERR_NOT_FOUND)
         st = zf_fail(err, ZF_ERR_IO, "virtual chunk at %s: the object is missing", loc);
     if (st == ZF_OK && (st = check_checksum(vs, vkey, ref, &ver, err)) == ZF_OK &&
