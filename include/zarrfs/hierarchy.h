@@ -6,7 +6,9 @@
  * path component without a ".zarr", ".zr3" or ".zarr3" suffix, or "array" when nothing is left.
  *
  * Nodes live until zf_hierarchy_free, so their ids are stable (the FUSE layer uses them as inode
- * numbers; the root is id 1). */
+ * numbers; the root is id 1). The nodes of a version (zf_versions, at the end) have ids of their
+ * own: version k's are k * 2^40 + 1, + 2, ... (k >= 1, below 2^21), its root k * 2^40 + 1, so
+ * every id stays below 2^61. */
 #ifndef ZARRFS_HIERARCHY_H
 #define ZARRFS_HIERARCHY_H
 
@@ -22,7 +24,7 @@
 #include "zarrfs/store.h"
 
 typedef struct zf_node {
-    uint64_t id;           /* >= 1; 1 is the view root */
+    uint64_t id;           /* >= 1; 1 is the view root (see above for versions) */
     char *path;            /* view path */
     char *prefix;          /* store prefix of the node's keys */
     bool is_dir;           /* group, or the virtual root over a root array */
@@ -30,6 +32,12 @@ typedef struct zf_node {
     zf_node_meta meta;     /* parsed metadata (not for the virtual root) */
     struct timespec mtime; /* of the metadata key */
     uint64_t size;         /* arrays: bytes of the flat view */
+    /* The hierarchy the node belongs to: the mount's, or a version's (zf_versions); every
+     * zf_hierarchy_* call given the node acts on that one, whichever hierarchy it is given. */
+    struct zf_hierarchy *owner;
+    /* A directory or file of the versions tree that is no Zarr node (the hidden directory, its
+     * kinds, their text files, zf_versions): read-only, without metadata (meta is empty). */
+    bool synthetic;
     /* private to the hierarchy */
     pthread_mutex_t mu;
     zf_array *array;
@@ -40,7 +48,6 @@ typedef struct zf_node {
     double listed;
     bool pending;          /* a new empty file, no metadata yet (zf_hierarchy_create) */
     struct zf_node *pending_next;
-    uint64_t gen;          /* arrays: bumped by each resize (a new chunk-cache id) */
     _Atomic bool read_failed_logged; /* an undecodable array's failed read (or refused open,
                                         * meta.refuse_open) was logged */
     _Atomic bool size_told; /* text arrays: the kernel was told that the size became known */
@@ -162,6 +169,8 @@ zf_status zf_hierarchy_open(zf_store *store, const char *store_name,
 /* The node at view path (e.g. "" or "group/array"). A node whose metadata is older than the
  * metadata TTL is read again first: unchanged, it is kept; changed, a new node (with a new id)
  * takes its path while the old one lives on for open files; gone, ZF_ERR_NOT_FOUND.
+ * With versions (zf_hierarchy_set_versions), a path below the root's hidden directory leads into
+ * them ("<dir_name>/<kind>/<name>/group/array"), as the names one by one would.
  * Errors: ZF_ERR_NOT_FOUND; ZF_ERR_INVALID when its metadata is invalid (err says why; siblings
  * are unaffected); ZF_ERR_IO. */
 zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err);
@@ -174,10 +183,12 @@ zf_status zf_hierarchy_child(zf_hierarchy *h, zf_node *dir, const char *name, zf
  * looked up, stat'ed (zf_hierarchy_node) or read. */
 zf_status zf_hierarchy_child_entry(zf_hierarchy *h, zf_node *dir, const char *name,
                                    zf_node **out, zf_err *err);
-/* A node already looked up, by id; NULL if none. A derived node whose array changed (resized
- * under -o rw), or whose header other metadata feeds (attributes of the array or its group), is
- * brought up to date first (its header and size); NULL for one whose array is gone (deleted,
- * or found removed or replaced in the store): the kernel should look its name up again. */
+/* A node already looked up, by id (a version's too, whichever hierarchy is given); NULL if none.
+ * The id a listing gave a version directory not opened yet opens it (zf_versions). A derived
+ * node whose array changed (resized under -o rw), or whose header other metadata feeds
+ * (attributes of the array or its group), is brought up to date first (its header and size);
+ * NULL for one whose array is gone (deleted, or found removed or replaced in the store): the
+ * kernel should look its name up again. */
 zf_node *zf_hierarchy_node(zf_hierarchy *h, uint64_t id);
 
 /* A node's size in bytes (files: of the flat view, or of a derived file) and the time of its
@@ -217,8 +228,9 @@ double zf_hierarchy_metadata_ttl(const zf_hierarchy *h);
 
 /* The mount's statistics as one JSON object (malloc'd; NULL when out of memory): the chunk
  * cache (hits, misses, evictions, bytes, entries, capacity), decoding (chunks, failures, seconds),
- * the store (requests, bytes fetched, retries, errors), and `replies_failed`, the count of FUSE
- * requests answered with an error that the caller passes in. */
+ * the store (requests, bytes fetched, retries, errors: summed over the mount's store and the
+ * stores of the versions opened so far, zf_versions; the cache is theirs too), and
+ * `replies_failed`, the count of FUSE requests answered with an error that the caller passes in. */
 char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed);
 /* Write back every dirty chunk (see zf_hierarchy_flush), then free everything. */
 void zf_hierarchy_free(zf_hierarchy *h);
@@ -302,8 +314,19 @@ typedef struct zf_versions {
                       zf_err *err);
     void (*destroy)(void *ctx); /* with the hierarchy (NULL: nothing) */
 } zf_versions;
-/* Give h its versions (copied; ctx passes to h, destroyed with it). Before other threads use h. */
+/* Give h its versions (copied; ctx passes to h, destroyed with it). Before other threads use h.
+ * Each of list, open and file may be called from several threads at once (never under a lock of
+ * the hierarchy); open once per version directory (again only after it failed, or after the
+ * name left the kind's listing and came back: a new hierarchy with new ids then takes the name,
+ * the old one lives on for open files); the stores open gives are used as the mount's is (from
+ * many threads) and closed with h, before destroy. dir_name, the kinds and listed names must be
+ * single path segments (others are left out, logged; of a name listed twice the first counts);
+ * list's ZF_ERR_NOT_FOUND is an empty kind. */
 void zf_hierarchy_set_versions(zf_hierarchy *h, const zf_versions *v);
+/* True for the nodes of the versions tree: the hidden directory, its kinds and their files, and
+ * every node of a version's hierarchy. They cannot be changed whatever the mount (the calls that
+ * would: ZF_ERR_READONLY). */
+bool zf_hierarchy_node_in_versions(const zf_node *n);
 
 /* The file name for a root array of store `store_name` (see above); malloc'd. */
 char *zf_root_array_name(const char *store_name);

@@ -3,7 +3,9 @@
  * (FUSE_ROOT_ID). Mounted with -o rw, writes, truncation, new files and directories and
  * setxattr change the hierarchy (hierarchy.h, "writing"); otherwise all of them fail with
  * EROFS. Open files carry their node (fi->fh), so that a resize, which replaces the node's
- * array, is seen by every open file. */
+ * array, is seen by every open file. A repository's versions (hierarchy.h, zf_versions) are
+ * nodes like the others, of hierarchies of their own that the calls given their nodes act on;
+ * they are read-only whatever the mount (EROFS). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,11 +20,18 @@
 
 #define ATTR_TIMEOUT 3600.0 /* metadata does not change under a read-only mount */
 
-/* How long the kernel may trust what lookup and getattr say: the metadata TTL when there is one
- * (-o metadata_ttl, remote stores), else an hour. */
-static double attr_timeout(zf_hierarchy *h)
+/* Writable: mounted -o rw and the hierarchy allows it (dialect, store); with a node, one that
+ * can change (not of the versions tree). */
+static bool writable(zf_hierarchy *h, const zf_node *n)
 {
-    if (zf_hierarchy_can_write(h, NULL) == ZF_OK)
+    return zf_hierarchy_can_write(h, NULL) == ZF_OK && !(n && zf_hierarchy_node_in_versions(n));
+}
+
+/* How long the kernel may trust what lookup and getattr say about node n: the metadata TTL when
+ * there is one (-o metadata_ttl, remote stores), else an hour. */
+static double attr_timeout(zf_hierarchy *h, const zf_node *n)
+{
+    if (writable(h, n))
         return 1.0; /* sizes change through this mount (growth rounds up to whole rows) */
     double ttl = zf_hierarchy_metadata_ttl(h);
     return ttl > 0 && ttl < ATTR_TIMEOUT ? ttl : ATTR_TIMEOUT;
@@ -31,8 +40,9 @@ static double attr_timeout(zf_hierarchy *h)
 
 /* The statistics file at the mount root: found by name but never listed (as ZFS's .zfs with
  * snapdir=hidden), so that programs walking the mount see only the hierarchy. Its inode number
- * is far from the node ids (counted from 1) and from the numbers opendir gives unreadable
- * children (counted down from 2^64 - 1). A root node of the same name is shadowed by it. */
+ * is far from the node ids (counted from 1; a version's from k * 2^40 + 1, all below 2^61:
+ * hierarchy.h) and from the numbers opendir gives unreadable children (counted down from
+ * 2^64 - 1). A root node of the same name is shadowed by it. */
 #define STATS_NAME ".zarrfs-stats"
 #define STATS_INO ((fuse_ino_t)1 << 62)
 
@@ -64,9 +74,6 @@ int zf_errno(zf_status st)
 
 static zf_hierarchy *H(fuse_req_t req) { return ((zf_fs *)fuse_req_userdata(req))->h; }
 static zf_fs *FS(fuse_req_t req) { return fuse_req_userdata(req); }
-
-/* Writable: mounted -o rw and the hierarchy allows it (dialect, store). */
-static bool writable(zf_hierarchy *h) { return zf_hierarchy_can_write(h, NULL) == ZF_OK; }
 
 /* Owner, group and permission bits of every node (-o uid, gid, umask, file_mode, dir_mode); the
  * write bits only where writes can succeed (rw). */
@@ -204,9 +211,9 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     }
     zf_status st = zf_hierarchy_child(H(req), dir, name, &n, &err);
     double ttl = zf_hierarchy_metadata_ttl(H(req));
-    /* Absent names are remembered briefly too, except on a writable mount, where a change of
+    /* Absent names are remembered briefly too, except in a writable directory, where a change of
      * metadata makes names appear (the sidecars of a new array) without the kernel being told. */
-    if (st == ZF_ERR_NOT_FOUND && ttl > 0 && !writable(H(req))) {
+    if (st == ZF_ERR_NOT_FOUND && ttl > 0 && !writable(H(req), dir)) {
         struct fuse_entry_param neg = {.ino = 0, .entry_timeout = ttl < 10 ? ttl : 10};
         fuse_reply_entry(req, &neg);
         return;
@@ -217,9 +224,9 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         reply_status(req, st, &err, what);
         return;
     }
-    struct fuse_entry_param e = {.ino = n->id, .attr_timeout = attr_timeout(H(req)),
-                                 .entry_timeout = attr_timeout(H(req))};
-    node_attr(FS(req), n, &e.attr, writable(H(req)));
+    struct fuse_entry_param e = {.ino = n->id, .attr_timeout = attr_timeout(H(req), n),
+                                 .entry_timeout = attr_timeout(H(req), n)};
+    node_attr(FS(req), n, &e.attr, writable(H(req), n));
     fuse_reply_entry(req, &e);
 }
 
@@ -236,8 +243,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     if (!n)
         return;
     struct stat st;
-    node_attr(FS(req), n, &st, writable(H(req)));
-    fuse_reply_attr(req, &st, attr_timeout(H(req)));
+    node_attr(FS(req), n, &st, writable(H(req), n));
+    fuse_reply_attr(req, &st, attr_timeout(H(req), n));
 }
 
 /* Open directory and statistics handles, so that op_destroy frees those whose release the kernel
@@ -342,8 +349,6 @@ static void reply_entries(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off
         fuse_reply_err(req, ENOMEM);
         return;
     }
-    bool rw = plus && writable(H(req));
-    double t = plus ? attr_timeout(H(req)) : 0;
     size_t used = 0;
     for (size_t i = (size_t)off; i < d->n + 2; i++) {
         struct fuse_entry_param e = {.attr = {.st_ino = ino, .st_mode = S_IFDIR}};
@@ -351,12 +356,12 @@ static void reply_entries(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off
         /* (first: it brings a sidecar's header up to date) */
         bool with_attrs = plus && c && zf_hierarchy_attrs_ready(H(req), c);
         if (c)
-            node_attr(FS(req), c, &e.attr, rw);
+            node_attr(FS(req), c, &e.attr, plus && writable(H(req), c));
         else if (i >= 2)
             e.attr = (struct stat){.st_ino = UINT64_MAX - (i - 2), .st_mode = S_IFREG};
         if (with_attrs) {
             e.ino = c->id;
-            e.attr_timeout = e.entry_timeout = t;
+            e.attr_timeout = e.entry_timeout = attr_timeout(H(req), c);
         }
         const char *name = i == 0 ? "." : i == 1 ? ".." : d->names[i - 2];
         size_t need = plus ? fuse_add_direntry_plus(req, buf + used, size - used, name, &e,
@@ -533,6 +538,18 @@ static bool refuse_readonly(fuse_req_t req)
     return false;
 }
 
+/* EROFS for a change to node n (NULL: none) of a repository's versions (zf_versions), whatever
+ * the mount. */
+static bool refuse_version(fuse_req_t req, const zf_node *n)
+{
+    if (!n || !zf_hierarchy_node_in_versions(n))
+        return false;
+    zf_log_debug("refused: %s: the versions of a repository are read-only",
+                 n->path[0] ? n->path : "/");
+    fuse_reply_err(req, EROFS);
+    return true;
+}
+
 /* An array zarrfs cannot decode (an unknown codec, chunk grid, ...) whose size is known: it is
  * shown with that size, opens read-only, and every read of its bytes fails with EIO (DESIGN.md
  * "Errors users see": never a short or empty file); its user.zarr.error says why. Arrays of
@@ -573,6 +590,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         return;
     }
     bool write = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
+    if (write && refuse_version(req, n))
+        return;
     if (n->derived) { /* generated by the hierarchy: read-only, read with read_derived */
         if (write) {
             fuse_reply_err(req, FS(req)->rw ? EACCES : EROFS);
@@ -758,7 +777,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
             fuse_reply_err(req, EROFS);
         return;
     }
-    if (refuse_readonly(req))
+    if (refuse_readonly(req) || refuse_version(req, n))
         return;
     if ((to_set & FUSE_SET_ATTR_SIZE) && !n->pending && !n->is_dir &&
         zf_array_meta_read_only(&n->meta.array)) {
@@ -785,7 +804,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
      * are, as on file systems without them, so that cp, touch and tar work. */
     struct stat st;
     node_attr(FS(req), n, &st, true);
-    fuse_reply_attr(req, &st, attr_timeout(H(req)));
+    fuse_reply_attr(req, &st, attr_timeout(H(req), n));
 }
 
 static bool parent_dir(fuse_req_t req, fuse_ino_t parent, zf_node **out)
@@ -803,8 +822,8 @@ static bool parent_dir(fuse_req_t req, fuse_ino_t parent, zf_node **out)
 
 static void reply_new_entry(fuse_req_t req, zf_node *n, struct fuse_file_info *fi)
 {
-    struct fuse_entry_param e = {.ino = n->id, .attr_timeout = attr_timeout(H(req)),
-                                 .entry_timeout = attr_timeout(H(req))};
+    struct fuse_entry_param e = {.ino = n->id, .attr_timeout = attr_timeout(H(req), n),
+                                 .entry_timeout = attr_timeout(H(req), n)};
     node_attr(FS(req), n, &e.attr, true);
     if (fi) {
         fi->fh = (uintptr_t)n;
@@ -819,7 +838,7 @@ static void create_file(fuse_req_t req, fuse_ino_t parent, const char *name, mod
                         struct fuse_file_info *fi)
 {
     zf_node *dir, *n;
-    if (refuse_readonly(req) || !parent_dir(req, parent, &dir))
+    if (refuse_readonly(req) || !parent_dir(req, parent, &dir) || refuse_version(req, dir))
         return;
     if (!S_ISREG(mode) && (mode & S_IFMT)) { /* devices, fifos, sockets: not Zarr nodes */
         fuse_reply_err(req, EPERM);
@@ -850,7 +869,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 {
     (void)mode;
     zf_node *dir, *n;
-    if (refuse_readonly(req) || !parent_dir(req, parent, &dir))
+    if (refuse_readonly(req) || !parent_dir(req, parent, &dir) || refuse_version(req, dir))
         return;
     zf_err err = {""};
     zf_status st = zf_hierarchy_mkdir(H(req), dir, name, &n, &err);
@@ -863,7 +882,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     zf_node *dir;
-    if (refuse_readonly(req) || !parent_dir(req, parent, &dir))
+    if (refuse_readonly(req) || !parent_dir(req, parent, &dir) || refuse_version(req, dir))
         return;
     zf_err err = {""};
     reply_done(req, zf_hierarchy_rmdir(H(req), dir, name, &err), &err, name);
@@ -872,7 +891,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     zf_node *dir;
-    if (refuse_readonly(req) || !parent_dir(req, parent, &dir))
+    if (refuse_readonly(req) || !parent_dir(req, parent, &dir) || refuse_version(req, dir))
         return;
     zf_err err = {""};
     zf_node *n;
@@ -915,6 +934,8 @@ static char *xattr_value(const zf_node *n, size_t i)
     const zf_node_meta *m = &n->meta;
     const zf_array_meta *a = &m->array;
     bool array = !n->is_dir;
+    if (n->synthetic) /* the versions tree's directories and files: no Zarr node */
+        return NULL;
     if (n->virtual_root && i != 0)
         return NULL;
     switch (i) {
@@ -1060,7 +1081,7 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
         return;
     }
     zf_node *n = node_of(req, ino);
-    if (!n || refuse_readonly(req))
+    if (!n || refuse_readonly(req) || refuse_version(req, n))
         return;
     zf_err err = {""};
     zf_status st;
@@ -1084,8 +1105,9 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
                       const char *newname, unsigned int flags)
 {
-    (void)parent, (void)newparent, (void)newname, (void)flags;
-    if (refuse_readonly(req))
+    (void)newname, (void)flags;
+    if (refuse_readonly(req) || refuse_version(req, zf_hierarchy_node(H(req), parent)) ||
+        refuse_version(req, zf_hierarchy_node(H(req), newparent)))
         return;
     zf_log_info("%s: renaming Zarr nodes is not supported", name);
     fuse_reply_err(req, EPERM);
@@ -1093,8 +1115,8 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-    (void)ino, (void)name;
-    if (!refuse_readonly(req))
+    (void)name;
+    if (!refuse_readonly(req) && !refuse_version(req, zf_hierarchy_node(H(req), ino)))
         fuse_reply_err(req, EPERM);
 }
 

@@ -382,12 +382,10 @@ char *zf_h_data_prefix(zf_hierarchy *h, const char *path)
     }
 }
 
-/* Insert a node (mu held); returns the node now in the table for its path. */
-zf_node *zf_h_insert_locked(zf_hierarchy *h, zf_node *n)
+zf_node *zf_h_insert_id_locked(zf_hierarchy *h, zf_node *n)
 {
-    for (zf_node *o = *bucket(h, n->path); o; o = o->hnext)
-        if (strcmp(o->path, n->path) == 0)
-            return o;
+    if (h->nnodes + 1 >= ((uint64_t)1 << ZF_VERSION_SHIFT))
+        return NULL; /* (ids of its own, below a version's: 2^40 nodes is far beyond memory) */
     if (h->nnodes == h->cap) {
         size_t cap = h->cap ? h->cap * 2 : 64;
         zf_node **nb = realloc(h->by_id, cap * sizeof *nb);
@@ -396,8 +394,20 @@ zf_node *zf_h_insert_locked(zf_hierarchy *h, zf_node *n)
         h->by_id = nb;
         h->cap = cap;
     }
-    n->id = ++h->nnodes;
-    h->by_id[n->id - 1] = n;
+    h->by_id[h->nnodes++] = n;
+    n->id = h->id_base + h->nnodes;
+    n->owner = h;
+    return n;
+}
+
+/* Insert a node (mu held); returns the node now in the table for its path. */
+zf_node *zf_h_insert_locked(zf_hierarchy *h, zf_node *n)
+{
+    for (zf_node *o = *bucket(h, n->path); o; o = o->hnext)
+        if (strcmp(o->path, n->path) == 0)
+            return o;
+    if (!zf_h_insert_id_locked(h, n))
+        return NULL;
     if (h->nnodes > h->nbuckets)
         grow_buckets(h);
     zf_node **b = bucket(h, n->path);
@@ -473,6 +483,8 @@ zf_node *zf_h_find_locked(zf_hierarchy *h, const char *path)
 /* ---------- public ---------- */
 
 static zf_status lookup_real(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err);
+static zf_status child(zf_hierarchy *h, zf_node *dir, const char *name, bool entry,
+                       zf_node **out, zf_err *err);
 
 /* A real node first; then, with -o sidecars, a file derived from an array (sidecar.c). A
  * derived node is checked against its array each time (remade when the array changed). */
@@ -493,8 +505,38 @@ static zf_status lookup_any(zf_hierarchy *h, const char *path, bool entry, zf_no
     return st;
 }
 
+/* A path into the versions tree (ROOT/<dir_name>/...): each name from the root in turn, as the
+ * FUSE layer's lookups go. */
+static zf_status lookup_versions(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err)
+{
+    zf_node *n;
+    zf_status st = lookup_any(h, "", false, &n, err);
+    char *copy = strdup(path), *save = NULL;
+    if (!copy)
+        return ZF_ERR_NOMEM;
+    for (char *seg = strtok_r(copy, "/", &save); seg && st == ZF_OK;
+         seg = strtok_r(NULL, "/", &save))
+        st = child(h, n, seg, false, &n, err);
+    free(copy);
+    if (st == ZF_OK)
+        *out = n;
+    return st;
+}
+
 zf_status zf_hierarchy_lookup(zf_hierarchy *h, const char *path, zf_node **out, zf_err *err)
 {
+    if (h->versions) {
+        const char *slash = strchr(path, '/');
+        size_t first = slash ? (size_t)(slash - path) : strlen(path);
+        zf_node *root;
+        if (first && lookup_any(h, "", false, &root, NULL) == ZF_OK) {
+            char *name = strndup(path, first);
+            bool versions = name && zf_h_versions_route(h, root, name);
+            free(name);
+            if (versions)
+                return lookup_versions(h, path, out, err);
+        }
+    }
     return lookup_any(h, path, false, out, err);
 }
 
@@ -508,8 +550,8 @@ static zf_status lookup_real(zf_hierarchy *h, const char *path, zf_node **out, z
     double now = zf_h_mono_now();
     pthread_mutex_lock(&h->mu);
     zf_node *stale = zf_h_find_locked(h, path);
-    /* The root keeps its id (FUSE's root inode) and is read once. */
-    if (stale && (h->ttl <= 0 || stale->id == 1 || stale->pending ||
+    /* The root keeps its id (FUSE's root inode, a version's directory) and is read once. */
+    if (stale && (h->ttl <= 0 || stale->id == h->id_base + 1 || stale->pending ||
                   now - stale->loaded < h->ttl)) {
         pthread_mutex_unlock(&h->mu);
         *out = stale;
@@ -597,6 +639,9 @@ zf_status zf_h_publish(zf_hierarchy *h, zf_node *n, zf_node *replaces, zf_node *
 static zf_status child(zf_hierarchy *h, zf_node *dir, const char *name, bool entry,
                        zf_node **out, zf_err *err)
 {
+    h = zf_h_owner(h, dir);
+    if (h->versions && zf_h_versions_route(h, dir, name))
+        return zf_h_versions_child(h, dir, name, entry, out, err);
     if (!dir->is_dir || !name[0] || strchr(name, '/') || strcmp(name, ".") == 0 ||
         strcmp(name, "..") == 0)
         return ZF_ERR_NOT_FOUND;
@@ -620,17 +665,33 @@ zf_status zf_hierarchy_child_entry(zf_hierarchy *h, zf_node *dir, const char *na
     return child(h, dir, name, true, out, err);
 }
 
-zf_node *zf_hierarchy_node(zf_hierarchy *h, uint64_t id)
+zf_node *zf_h_own_node(zf_hierarchy *h, uint64_t id)
 {
     pthread_mutex_lock(&h->mu);
-    zf_node *n = id >= 1 && id <= h->nnodes ? h->by_id[id - 1] : NULL;
+    zf_node *n = id > h->id_base && id - h->id_base <= h->nnodes ? h->by_id[id - h->id_base - 1]
+                                                                 : NULL;
     pthread_mutex_unlock(&h->mu);
+    if (n && n->synthetic && n->derived) /* a text file of the versions tree: read once */
+        return zf_h_versions_file_ready(h, n, NULL) == ZF_OK ? n : NULL;
     if (n && n->derived) {
         if (!zf_h_sidecar_current(h, n))
             return NULL; /* its array is gone: the name leads elsewhere or nowhere now */
         zf_h_sidecar_refresh(h, n);
     }
     return n;
+}
+
+zf_node *zf_hierarchy_node(zf_hierarchy *h, uint64_t id)
+{
+    h = zf_h_root(h); /* (the mount's knows its versions) */
+    if (id >> ZF_VERSION_SHIFT)
+        return h->versions ? zf_h_versions_node(h, id) : NULL;
+    return zf_h_own_node(h, id);
+}
+
+bool zf_hierarchy_node_in_versions(const zf_node *n)
+{
+    return n->synthetic || (n->owner && n->owner->parent);
 }
 
 void zf_hierarchy_node_stat(zf_node *n, uint64_t *size, struct timespec *mtime)
@@ -1017,6 +1078,16 @@ static zf_status list_real(zf_hierarchy *h, zf_node *dir, char ***names, size_t 
         st = zf_h_list_pending(h, dir, names, n, cap);
     if (st == ZF_OK)
         st = zf_h_unique_names(*names, n);
+    if (st == ZF_OK && h->versions && !dir->path[0]) { /* the versions' directory is hidden */
+        size_t k = 0;
+        for (size_t i = 0; i < *n; i++) {
+            if (zf_h_versions_route(h, dir, (*names)[i]))
+                free((*names)[i]);
+            else
+                (*names)[k++] = (*names)[i];
+        }
+        *n = k;
+    }
     if (st == ZF_ERR_UNSUPPORTED) { /* e.g. a web server without index pages */
         pthread_mutex_lock(&h->mu);
         bool warned = h->warned_unlistable;
@@ -1033,6 +1104,7 @@ static zf_status list_real(zf_hierarchy *h, zf_node *dir, char ***names, size_t 
 
 zf_status zf_h_list_real(zf_hierarchy *h, zf_node *dir, char ***names, size_t *n, zf_err *err)
 {
+    h = zf_h_owner(h, dir);
     *names = NULL;
     *n = 0;
     size_t cap = 0;
@@ -1051,8 +1123,11 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
     *n = 0;
     size_t cap = 0;
     zf_status st;
+    h = zf_h_owner(h, dir);
     if (!dir->is_dir)
         return ZF_ERR_INVALID;
+    if (dir->synthetic)
+        return zf_h_versions_list(h, dir, names, n, err);
     double now = zf_h_mono_now();
     if (h->ttl > 0) { /* a listing younger than the TTL */
         pthread_mutex_lock(&dir->mu);
@@ -1129,6 +1204,7 @@ zf_status zf_hierarchy_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t
  * cannot start. */
 zf_pool *zf_h_ensure_pool(zf_hierarchy *h)
 {
+    h = zf_h_root(h); /* a version's arrays decode on the mount's workers */
     pthread_mutex_lock(&h->mu);
     if (!h->pool && zf_pool_new(h->threads, &h->pool) != ZF_OK)
         zf_log_warn("cannot start worker threads; working on the requesting thread only");
@@ -1145,6 +1221,7 @@ zf_pool *zf_h_ensure_pool(zf_hierarchy *h)
 
 zf_status zf_hierarchy_array(zf_hierarchy *h, zf_node *node, zf_array **out, zf_err *err)
 {
+    h = zf_h_owner(h, node);
     if (node->is_dir || node->derived)
         return ZF_ERR_INVALID;
     if (node->pending)
@@ -1152,15 +1229,20 @@ zf_status zf_hierarchy_array(zf_hierarchy *h, zf_node *node, zf_array **out, zf_
     if (node->meta.unsupported != ZF_OK)
         return zf_fail(err, node->meta.unsupported, "%s",
                        node->meta.unsupported_why ? node->meta.unsupported_why : "unsupported");
-    zf_h_ensure_pool(h);
+    zf_pool *pool = zf_h_ensure_pool(h);
     pthread_mutex_lock(&node->mu);
     zf_status st = ZF_OK;
     if (!node->array) {
         if (h->format == ZF_FORMAT_V2)
             detect_nested_chunks(h, node->prefix, &node->meta.array);
         char *dp = zf_h_data_prefix(h, node->prefix);
-        st = dp ? zf_array_open(h->store, dp, &node->meta.array, h->cache, h->pool,
-                                node->id + (node->gen << GEN_SHIFT), &node->array, err)
+        /* A chunk-cache id no array of the mount (its versions' included, which share the
+         * cache) had: each opening gets the next one (a resize reopens it: a new id, so no
+         * chunk of the old shape is read as the new's). Below 2^56, where sharding's index
+         * levels begin (array.c). */
+        uint64_t cache_id = atomic_fetch_add(&zf_h_root(h)->next_cache_id, 1) + 1;
+        st = dp ? zf_array_open(h->store, dp, &node->meta.array, h->cache, pool, cache_id,
+                                &node->array, err)
                 : ZF_ERR_NOMEM;
         if (st == ZF_OK)
             zf_array_set_readahead(node->array, h->readahead, h->readahead_chunks);
@@ -1188,6 +1270,8 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
     zf_cache_get_stats(h->cache, &c);
     zf_array_get_decode_stats(&d);
     zf_store_get_stats(h->store, &s);
+    if (h->versions)
+        zf_h_versions_store_stats(h, &s);
     zf_mem_stats m = zf_mem_get_stats();
     char dc[512]; /* the disk cache's counters, when there is one */
     zf_store_disk_cache_json(h->store, dc, sizeof dc);
@@ -1331,15 +1415,26 @@ static zf_status detect(zf_hierarchy *h, bool *root_is_array, zf_err *err)
 zf_status zf_hierarchy_open(zf_store *store, const char *store_name,
                             const zf_hierarchy_options *opts, zf_hierarchy **out, zf_err *err)
 {
+    return zf_h_open(store, store_name, opts, NULL, 0, out, err);
+}
+
+zf_status zf_h_open(zf_store *store, const char *store_name, const zf_hierarchy_options *opts,
+                    zf_hierarchy *parent, uint64_t id_base, zf_hierarchy **out, zf_err *err)
+{
     zf_hierarchy *h = calloc(1, sizeof *h);
     if (!h) {
         zf_store_close(store);
         return ZF_ERR_NOMEM;
     }
     h->store = store;
+    h->parent = parent;
+    h->id_base = id_base;
+    h->opts = *opts;
     pthread_mutex_init(&h->mu, NULL);
     h->nbuckets = NBUCKETS;
-    if (!(h->buckets = calloc(h->nbuckets, sizeof *h->buckets))) {
+    if (!(h->buckets = calloc(h->nbuckets, sizeof *h->buckets)) ||
+        !(h->store_name = strdup(store_name ? store_name : ""))) {
+        free(h->buckets);
         pthread_mutex_destroy(&h->mu);
         free(h);
         zf_store_close(store);
@@ -1362,7 +1457,9 @@ zf_status zf_hierarchy_open(zf_store *store, const char *store_name,
     h->writable = opts->writable;
     h->write_empty_chunks = opts->write_empty_chunks;
     zf_status st;
-    if ((st = zf_cache_new(opts->cache_size, &h->cache)) != ZF_OK)
+    if (parent) /* one cache for the whole mount */
+        h->cache = parent->cache;
+    else if ((st = zf_cache_new(opts->cache_size, &h->cache)) != ZF_OK)
         goto fail;
 
     /* Dialect detection at the store root (DESIGN.md). */
@@ -1415,15 +1512,18 @@ void zf_hierarchy_free(zf_hierarchy *h)
 {
     if (!h)
         return;
-    zf_err err = {""};
-    zf_status st = h->cache ? zf_hierarchy_flush(h, NULL, &err) : ZF_OK;
-    if (st != ZF_OK)
-        zf_log_error("written data could not be stored and is lost: %s", err.msg);
-    if (h->cache)
-        zf_cache_set_writeback_pool(h->cache, NULL);
-    zf_pool_free(h->wb_pool);
-    zf_array_cancel_prefetch(h->pool); /* readahead nobody waits for any more */
-    zf_pool_free(h->pool); /* drains the rest before arrays go away */
+    if (!h->parent) { /* (a version's: read-only, and the mount's workers are stopped first) */
+        zf_err err = {""};
+        zf_status st = h->cache ? zf_hierarchy_flush(h, NULL, &err) : ZF_OK;
+        if (st != ZF_OK)
+            zf_log_error("written data could not be stored and is lost: %s", err.msg);
+        if (h->cache)
+            zf_cache_set_writeback_pool(h->cache, NULL);
+        zf_pool_free(h->wb_pool);
+        zf_array_cancel_prefetch(h->pool); /* readahead nobody waits for any more */
+        zf_pool_free(h->pool); /* drains the rest before arrays go away */
+        zf_h_versions_free(h); /* their arrays too */
+    }
     for (size_t i = 0; i < h->nnodes; i++)
         zf_h_node_free(h->by_id[i]);
     free(h->by_id);
@@ -1432,8 +1532,10 @@ void zf_hierarchy_free(zf_hierarchy *h)
     if (h->consolidated_doc)
         yajl_tree_free(h->consolidated_doc);
     zf_cindex_free(h->cindex);
-    zf_cache_free(h->cache);
+    if (!h->parent)
+        zf_cache_free(h->cache);
     zf_store_close(h->store);
+    free(h->store_name);
     free(h->root_array_name);
     free(h->nc_root_name);
     pthread_mutex_destroy(&h->mu);

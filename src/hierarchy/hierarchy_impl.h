@@ -58,13 +58,64 @@ struct zf_hierarchy {
     /* changes of metadata or attributes made or seen so far (zf_h_meta_changed): derived
      * nodes made before the latest are remade when next used */
     _Atomic uint64_t meta_gen;
-    zf_hierarchy_gone_fn gone; /* zf_hierarchy_on_gone */
+    zf_hierarchy_gone_fn gone; /* zf_hierarchy_on_gone (a version's: its parent's is called) */
     void *gone_ctx;
+    /* versions (versions.c) */
+    char *store_name;           /* as opened: a version's hierarchy names a root array alike */
+    zf_hierarchy_options opts;  /* as opened: a version's hierarchy takes them, read-only */
+    zf_hierarchy *parent;       /* a version's hierarchy: the mount's, whose chunk cache, decode
+                                   workers, cache ids and gone function it uses; else NULL */
+    uint64_t id_base;           /* node ids are id_base + 1, + 2, ... (0 for the mount's) */
+    _Atomic uint64_t next_cache_id; /* the mount's: the last chunk-cache id given an array */
+    struct zf_vstate *versions; /* the mount's, zf_hierarchy_set_versions; else NULL */
 };
 
-/* An array's chunk-cache id: the node id, plus the resize generation above bit 40 (sharding
- * index levels use bits 56 and up, array.c). */
-#define GEN_SHIFT 40
+/* A version's node ids: its slot k (>= 1) above bit 40, and below that its own ids (as the
+ * mount's are), so that no hierarchy reaches another's ids nor FUSE's special inode numbers
+ * (the statistics file's 2^62, opendir's counted down from 2^64 - 1). */
+#define ZF_VERSION_SHIFT 40
+#define ZF_VERSION_SLOTS ((uint64_t)1 << 21)
+
+/* The mount's hierarchy (h itself, or the parent of a version's). */
+static inline zf_hierarchy *zf_h_root(zf_hierarchy *h) { return h->parent ? h->parent : h; }
+
+/* The hierarchy node n belongs to (h when n has none: not yet published). */
+static inline zf_hierarchy *zf_h_owner(zf_hierarchy *h, const zf_node *n)
+{
+    return n && n->owner ? n->owner : h;
+}
+
+/* Open a hierarchy (zf_hierarchy_open); with parent, a version's: its chunk cache and decode
+ * workers are parent's, its node ids start after id_base. */
+zf_status zf_h_open(zf_store *store, const char *store_name, const zf_hierarchy_options *opts,
+                    zf_hierarchy *parent, uint64_t id_base, zf_hierarchy **out, zf_err *err);
+/* The node of id in h itself (not a version's), brought up to date as zf_hierarchy_node says. */
+zf_node *zf_h_own_node(zf_hierarchy *h, uint64_t id);
+/* Insert n into the id table only (h->mu held): the versions tree's nodes have no view path in
+ * h. NULL without memory (or ids). */
+zf_node *zf_h_insert_id_locked(zf_hierarchy *h, zf_node *n);
+
+/* Versions (versions.c), of the mount's hierarchy h. Whether dir's child `name` is the versions
+ * tree's (the hidden directory of the root, or anything in it). */
+bool zf_h_versions_route(zf_hierarchy *h, const zf_node *dir, const char *name);
+/* zf_hierarchy_child(_entry) in the versions tree (entry: as zf_hierarchy_child_entry, a
+ * version not opened yet gets a stand-in with its root's id and a file not read yet its node). */
+zf_status zf_h_versions_child(zf_hierarchy *h, zf_node *dir, const char *name, bool entry,
+                              zf_node **out, zf_err *err);
+/* zf_hierarchy_list of a directory of the versions tree (dir->synthetic). */
+zf_status zf_h_versions_list(zf_hierarchy *h, zf_node *dir, char ***names, size_t *n,
+                             zf_err *err);
+/* zf_hierarchy_node for the id of a version's node (id >> ZF_VERSION_SHIFT not 0). */
+zf_node *zf_h_versions_node(zf_hierarchy *h, uint64_t id);
+/* Bring a text file of the versions tree up to date for zf_hierarchy_node and reads: read it
+ * when its node has no text yet. False when it cannot be (gone, or failing: err says why). */
+zf_status zf_h_versions_file_ready(zf_hierarchy *h, zf_node *n, zf_err *err);
+/* zf_hierarchy_attrs_ready of a node of the versions tree. */
+bool zf_h_versions_attrs_ready(const zf_node *n);
+/* Add the traffic of the versions' stores to *s. */
+void zf_h_versions_store_stats(zf_hierarchy *h, zf_store_stats *s);
+/* Free the versions' hierarchies (after the decode workers stopped) and destroy the provider. */
+void zf_h_versions_free(zf_hierarchy *h);
 
 /* Something replaced while other threads may still use it, freed by zf_hierarchy_free. */
 typedef struct zf_retired {

@@ -46,6 +46,8 @@ static void free_array(void *p) { zf_array_close(p); }
 
 zf_status zf_hierarchy_can_write(const zf_hierarchy *h, zf_err *err)
 {
+    if (h->parent)
+        return zf_fail(err, ZF_ERR_READONLY, "the versions of a repository are read-only");
     if (!h->writable)
         return zf_fail(err, ZF_ERR_READONLY, "mounted read-only (mount with -o rw to write)");
     if (!zf_store_is_writable(h->store))
@@ -53,6 +55,17 @@ zf_status zf_hierarchy_can_write(const zf_hierarchy *h, zf_err *err)
     if (h->format != ZF_FORMAT_V2 && h->format != ZF_FORMAT_V3)
         return zf_fail(err, ZF_ERR_READONLY, "Zarr %s hierarchies are read-only",
                        zf_format_name(h->format));
+    return ZF_OK;
+}
+
+/* The hierarchy node n belongs to, in *h (a version's for its nodes); ZF_ERR_READONLY for the
+ * directories and files of the versions tree, which belong to none. */
+static zf_status owner(zf_hierarchy **h, const zf_node *n, zf_err *err)
+{
+    *h = zf_h_owner(*h, n);
+    if (n && n->synthetic)
+        return zf_fail(err, ZF_ERR_READONLY, "%s: the versions of a repository are read-only",
+                       n->path);
     return ZF_OK;
 }
 
@@ -88,10 +101,12 @@ static const char *doc_name(const zf_hierarchy *h, zf_node_kind kind)
 
 /* ----- arrays ----- */
 
-/* The node's array, opened for writing (cache id = node id + generation). */
+/* The node's array, opened for writing. */
 static zf_status writable_array(zf_hierarchy *h, zf_node *node, zf_array **out, zf_err *err)
 {
-    zf_status st = zf_hierarchy_can_write(h, err);
+    zf_status st = owner(&h, node, err);
+    if (st == ZF_OK)
+        st = zf_hierarchy_can_write(h, err);
     if (st != ZF_OK)
         return st;
     if (node->is_dir)
@@ -109,8 +124,8 @@ static zf_status writable_array(zf_hierarchy *h, zf_node *node, zf_array **out, 
 
 zf_status zf_hierarchy_flush(zf_hierarchy *h, zf_node *node, zf_err *err)
 {
-    if (!node)
-        return zf_cache_flush(h->cache, ZF_CACHE_ALL, 0, 0, 0, err);
+    if (!node) /* (a version's hierarchy never has dirty chunks: the cache's are the mount's) */
+        return h->parent ? ZF_OK : zf_cache_flush(h->cache, ZF_CACHE_ALL, 0, 0, 0, err);
     pthread_mutex_lock(&node->mu);
     zf_array *a = node->array;
     pthread_mutex_unlock(&node->mu);
@@ -119,6 +134,8 @@ zf_status zf_hierarchy_flush(zf_hierarchy *h, zf_node *node, zf_err *err)
 
 zf_status zf_hierarchy_flush_aged(zf_hierarchy *h, double idle, double max_age, zf_err *err)
 {
+    if (h->parent)
+        return ZF_OK;
     return zf_cache_flush(h->cache, ZF_CACHE_ALL, idle, max_age, 0, err);
 }
 
@@ -250,8 +267,7 @@ static zf_status resize_locked(zf_hierarchy *h, zf_node *node, zf_array *a, uint
     *old = node->meta;
     node->meta = *nm;
     zf_array *old_array = node->array;
-    node->array = NULL;
-    node->gen++;
+    node->array = NULL; /* reopened with a new chunk-cache id (zf_hierarchy_array) */
     node->size = size;
     clock_gettime(CLOCK_REALTIME, &node->mtime);
     pthread_mutex_unlock(&node->mu);
@@ -265,6 +281,7 @@ static zf_status resize_locked(zf_hierarchy *h, zf_node *node, zf_array *a, uint
 zf_status zf_hierarchy_resize(zf_hierarchy *h, zf_node *node, uint64_t size, zf_err *err)
 {
     zf_array *a;
+    h = zf_h_owner(h, node);
     zf_status st = writable_array(h, node, &a, err);
     if (st != ZF_OK)
         return st;
@@ -279,6 +296,7 @@ zf_status zf_hierarchy_write(zf_hierarchy *h, zf_node *node, uint64_t offset, co
                              size_t len, zf_err *err)
 {
     zf_array *a;
+    h = zf_h_owner(h, node);
     zf_status st = writable_array(h, node, &a, err);
     if (st != ZF_OK)
         return st;
@@ -355,8 +373,8 @@ zf_status zf_hierarchy_mkdir(zf_hierarchy *h, zf_node *dir, const char *name, zf
                              zf_err *err)
 {
     zf_status st;
-    if ((st = can_edit(h, err)) || (st = check_name(h, dir, name, err)) ||
-        (st = check_absent(h, dir, name, err)))
+    if ((st = owner(&h, dir, err)) || (st = can_edit(h, err)) ||
+        (st = check_name(h, dir, name, err)) || (st = check_absent(h, dir, name, err)))
         return st;
     char *prefix = zf_h_join(dir->prefix, name);
     if (!prefix)
@@ -409,10 +427,15 @@ static void forget(zf_hierarchy *h, zf_node *dir, zf_node *n)
 
 zf_status zf_hierarchy_rmdir(zf_hierarchy *h, zf_node *dir, const char *name, zf_err *err)
 {
-    zf_status st = can_edit(h, err);
+    zf_status st = owner(&h, dir, err);
+    if (st == ZF_OK)
+        st = can_edit(h, err);
     zf_node *n;
     if (st != ZF_OK || (st = zf_hierarchy_child(h, dir, name, &n, err)) != ZF_OK)
         return st;
+    if (zf_hierarchy_node_in_versions(n)) /* (the versions' directory of the root) */
+        return zf_fail(err, ZF_ERR_READONLY, "%s: the versions of a repository are read-only",
+                       n->path);
     if (!n->is_dir)
         return ZF_ERR_NOT_DIR;
     char **names;
@@ -447,9 +470,12 @@ zf_status zf_hierarchy_rmdir(zf_hierarchy *h, zf_node *dir, const char *name, zf
 zf_status zf_hierarchy_unlink(zf_hierarchy *h, zf_node *dir, const char *name, zf_err *err)
 {
     zf_node *n;
-    zf_status st = zf_hierarchy_child(h, dir, name, &n, err);
-    if (st != ZF_OK)
+    zf_status st = owner(&h, dir, err);
+    if (st != ZF_OK || (st = zf_hierarchy_child(h, dir, name, &n, err)) != ZF_OK)
         return st;
+    if (zf_hierarchy_node_in_versions(n)) /* (the versions' directory of the root) */
+        return zf_fail(err, ZF_ERR_READONLY, "%s: the versions of a repository are read-only",
+                       n->path);
     if (n->derived)
         return zf_fail(err, ZF_ERR_PERMISSION, "%s: a file derived from %s is not deleted",
                        n->path, n->base->path);
@@ -481,8 +507,8 @@ zf_status zf_hierarchy_create(zf_hierarchy *h, zf_node *dir, const char *name, z
                               zf_err *err)
 {
     zf_status st;
-    if ((st = can_edit(h, err)) || (st = check_name(h, dir, name, err)) ||
-        (st = check_absent(h, dir, name, err)))
+    if ((st = owner(&h, dir, err)) || (st = can_edit(h, err)) ||
+        (st = check_name(h, dir, name, err)) || (st = check_absent(h, dir, name, err)))
         return st;
     char *path = zf_h_join(dir->path, name), *prefix = zf_h_join(dir->prefix, name);
     zf_node *n = path && prefix ? zf_h_node_new(path, prefix) : NULL;
@@ -533,7 +559,9 @@ zf_status zf_h_list_pending(zf_hierarchy *h, zf_node *dir, char ***names, size_t
 zf_status zf_hierarchy_set_metadata(zf_hierarchy *h, zf_node *node, const char *json,
                                     size_t len, zf_err *err)
 {
-    zf_status st = can_edit(h, err);
+    zf_status st = owner(&h, node, err);
+    if (st == ZF_OK)
+        st = can_edit(h, err);
     if (st != ZF_OK)
         return st;
     if (!node->pending)
@@ -567,7 +595,9 @@ zf_status zf_hierarchy_set_metadata(zf_hierarchy *h, zf_node *node, const char *
 zf_status zf_hierarchy_set_attributes(zf_hierarchy *h, zf_node *node, const char *json,
                                       size_t len, zf_err *err)
 {
-    zf_status st = can_edit(h, err);
+    zf_status st = owner(&h, node, err);
+    if (st == ZF_OK)
+        st = can_edit(h, err);
     if (st != ZF_OK)
         return st;
     if (node->pending || node->virtual_root || node->derived)

@@ -746,6 +746,8 @@ zf_status zf_h_sidecar_lookup(zf_hierarchy *h, const char *path, bool entry, zf_
         return ZF_ERR_NOMEM;
     zf_node *base;
     zf_status st = zf_hierarchy_lookup(h, bpath, &base, err);
+    if (st == ZF_OK && base->synthetic) /* the versions' hidden directory: no Zarr node */
+        st = ZF_ERR_NOT_FOUND;
     if (k->bit == ZF_SIDECAR_NC) { /* GROUP.nc; the root's: STORE.nc */
         free(bpath);
         if ((st != ZF_OK || !base->is_dir || base->virtual_root || base->derived) &&
@@ -875,6 +877,9 @@ static void nc_refresh(zf_hierarchy *h, zf_node *n, uint64_t gen)
 
 bool zf_hierarchy_attrs_ready(zf_hierarchy *h, zf_node *n)
 {
+    h = zf_h_owner(h, n);
+    if (n->synthetic)
+        return zf_h_versions_attrs_ready(n);
     if (zf_hierarchy_size_unknown(n))
         return false;
     if (!n->derived)
@@ -954,7 +959,8 @@ void zf_hierarchy_on_gone(zf_hierarchy *h, zf_hierarchy_gone_fn fn, void *ctx)
 
 void zf_h_names_gone(zf_hierarchy *h, const zf_node *n, bool self, bool deleted)
 {
-    if (!h->gone || n->derived)
+    zf_hierarchy *r = zf_h_root(h); /* (a version's ids are the mount's inode numbers too) */
+    if (!r->gone || n->derived)
         return;
     const char *slash = strrchr(n->path, '/'), *name = slash ? slash + 1 : n->path;
     size_t dl = slash ? (size_t)(slash - n->path) : 0, pl = strlen(n->path);
@@ -989,7 +995,7 @@ void zf_h_names_gone(zf_hierarchy *h, const zf_node *n, bool self, bool deleted)
     if (dir_id) {
         for (size_t i = 0; i < k; i++) {
             snprintf(path, pl + 16, "%s%s", name, suffix[i]);
-            h->gone(h->gone_ctx, dir_id, path, ids[i], deleted);
+            r->gone(r->gone_ctx, dir_id, path, ids[i], deleted);
         }
     }
     free(path);
@@ -1044,7 +1050,8 @@ static bool in_group(const zf_node *g, const zf_node *n)
 size_t zf_hierarchy_derived_ids(zf_hierarchy *h, const zf_node *node, uint64_t *ids, size_t max)
 {
     size_t n = 0;
-    if (!h->sidecars || node->derived || node->is_dir)
+    h = zf_h_owner(h, node);
+    if (node->synthetic || !h->sidecars || node->derived || node->is_dir)
         return 0;
     size_t pl = strlen(node->path);
     char *path = malloc(pl + 16); /* the longest suffix is ".nhdr" */
@@ -1079,7 +1086,8 @@ zf_status zf_hierarchy_dependent_ids(zf_hierarchy *h, const zf_node *node, uint6
 {
     *ids = NULL;
     *n = 0;
-    if (!h->sidecars || node->derived || node->virtual_root)
+    h = zf_h_owner(h, node);
+    if (!h->sidecars || node->synthetic || node->derived || node->virtual_root)
         return ZF_OK;
     size_t cap = 0;
     zf_status st = ZF_OK;
@@ -1267,7 +1275,8 @@ static zf_status read_segments(zf_hierarchy *h, const zf_view_segment *segs, siz
 zf_status zf_hierarchy_derived_data(zf_hierarchy *h, zf_node *node, uint64_t off, zf_array **a,
                                     uint64_t *array_off, zf_err *err)
 {
-    if (!node->derived || !node->dappend_data)
+    h = zf_h_owner(h, node);
+    if (!node->derived || !node->dappend_data || node->synthetic)
         return ZF_ERR_NOT_FOUND;
     zf_h_sidecar_refresh(h, node);
     pthread_mutex_lock(&node->mu);
@@ -1283,9 +1292,14 @@ zf_status zf_hierarchy_read_derived(zf_hierarchy *h, zf_node *node, uint64_t off
                                     size_t len, size_t *got, zf_err *err)
 {
     *got = 0;
+    h = zf_h_owner(h, node);
     if (!node->derived)
         return ZF_ERR_INVALID;
-    zf_h_sidecar_refresh(h, node);
+    zf_status vst;
+    if (node->synthetic && (vst = zf_h_versions_file_ready(h, node, err)) != ZF_OK)
+        return vst; /* (a text of the versions tree: its text is its header, never remade) */
+    if (!node->synthetic)
+        zf_h_sidecar_refresh(h, node);
     pthread_mutex_lock(&node->mu); /* a refresh may replace the header */
     uint64_t size = node->size, hlen = node->dhdr_len;
     if (off >= size || len == 0) {
