@@ -14,6 +14,8 @@ coordinates) so a test can aim at it:
                             chunks turned into virtual references (location, offset, length and
                             an ETag or last-modified checksum) to an object holding their bytes,
                             with a virtual chunk container for the location in the configuration
+  relocate_virtual          (not a breakage) every virtual location under one URL prefix moved
+                            under another, e.g. to serve a fixture's targets from 127.0.0.1
 
 Icechunk files (spec "Binary File Format"): a 39-byte header — 12 bytes of magic `ICE🧊CHUNK`,
 24 bytes naming the writer (right-padded with spaces), the spec version, the file type (1
@@ -502,6 +504,48 @@ def virtualize(good, out, array, refs, containers, branch="main", schema_dir=Non
     set_containers(out, containers, schema_dir)
     return {"snapshot": sid, "array": array, "manifests": renamed,
             "chunks": {"/".join(map(str, c)): v for c, v in refs.items()}}
+
+
+def relocate_virtual(good, out, old_prefix, new_prefix, containers=None, schema_dir=None):
+    """Not a breakage: copy `good` to `out` with every virtual chunk location starting with
+    old_prefix moved under new_prefix (e.g. https://github.com/ -> http://127.0.0.1:PORT/, to
+    serve a fixture's targets locally), in every manifest (ids kept; each snapshot's
+    manifest_files sizes updated, since Icechunk reads a manifest by its recorded size), and
+    `containers` (default: one HTTP container for new_prefix) as the configuration's virtual
+    chunk containers. Checksums are kept: a last-modified checksum holds only while the served
+    file's mtime is not later than it. Returns {"manifests": ids changed, "locations": count}."""
+    schema = Schema(schema_dir)
+    _copy(good, out)
+    sizes, n = {}, 0
+    for mid in sorted(os.listdir(os.path.join(out, "manifests"))):
+        header, man = load(out, "manifests", mid, schema)
+        changed = False
+        for am in man["arrays"]:
+            for ref in am["refs"]:
+                if "compressed_location" in ref:
+                    raise ValueError("manifest %s has compressed locations: not handled" % mid)
+                loc = ref.get("location")
+                if loc is not None and loc.startswith(old_prefix):
+                    ref["location"] = new_prefix + loc[len(old_prefix):]
+                    changed = True
+                    n += 1
+        if changed:
+            store(out, "manifests", mid, header, man, schema)
+            sizes[mid] = os.path.getsize(os.path.join(out, "manifests", mid))
+    for sid in sorted(os.listdir(os.path.join(out, "snapshots"))):
+        header, snap = load(out, "snapshots", sid, schema)
+        hit = False
+        for key in ("manifest_files", "manifest_files_v2"):
+            for mf in snap.get(key) or []:
+                t = id_text(bytes(mf["id"]["bytes"]))
+                if t in sizes:
+                    mf["size_bytes"] = sizes[t]
+                    hit = True
+        if hit:
+            store(out, "snapshots", sid, header, snap, schema)
+    set_containers(out, containers or [{"name": None, "url_prefix": new_prefix, "store": {"http": {}}}],
+                   schema_dir)
+    return {"manifests": sorted(sizes), "locations": n}
 
 
 def _main():
