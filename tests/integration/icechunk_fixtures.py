@@ -34,8 +34,8 @@ Values: integers as JSON numbers (int64 beyond 2^53 as strings), floats with NaN
 infinities as "NaN", "Infinity", "-Infinity"; a 0-d array's value is a scalar.
 
 Timing on the 2-core machine (node 20, wasm32): history 2 s per spec, commit 1.3 s, facts 1 s,
-big_nodes(10^4) 11 s (Icechunk writes one manifest per array: 9,899 manifest files),
-big_chunks(10^5) 14 s (8 manifests of 12,500 inline references, 1.7 MB).
+big_nodes(10^4) 13 s (Icechunk writes one manifest per array: 9,899 manifest files),
+big_chunks(10^5) 12 s (8 manifests of 12,500 inline references, 1.7 MB); both specs alike.
 
     /usr/bin/python3 tests/integration/icechunk_fixtures.py history /tmp/h2 --spec 2
     /usr/bin/python3 tests/integration/icechunk_fixtures.py big /tmp/b --nodes 10000

@@ -430,7 +430,10 @@ def set_containers(repo, containers, schema_dir=None):
     spec 2: the configuration FlexBuffer in the repo info file."""
     if spec_version(repo) == 1:
         p = os.path.join(repo, "config.yaml")
-        text = open(p).read() if os.path.exists(p) else ""
+        text = ""
+        if os.path.exists(p):
+            with open(p) as fh:
+                text = fh.read()
         with open(p, "w") as f:
             f.write(_container_config_yaml(text, containers))
         return
