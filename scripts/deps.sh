@@ -10,12 +10,15 @@
 # test_netcdf_view.py reads netCDF views with ncdump, NCO, CDO and scipy (netcdf-bin, nco, cdo,
 # python3-scipy). The zfp codecs build on libzfp (libzfp-dev); test_zfp.py writes zfpy arrays
 # with numcodecs through python3-zfpy and v3 zfp chunks with the zfp command (zfp).
+# tests/integration/icechunk_hostile.py re-encodes Icechunk files with flatc
+# (flatbuffers-compiler) and the zstd command (zstd).
 ZF_DEPS="meson ninja-build pkg-config gcc libfuse3-dev fuse3 libyajl-dev zlib1g-dev libdeflate-dev liblz4-dev
 libzstd-dev libblosc-dev libbz2-dev liblzma-dev check python3-zarr python3-numcodecs
 python3-numpy attr groff-base man-db systemd mount util-linux libcurl4-openssl-dev libxml2-dev libzip-dev libmsgpack-dev zip python3-vtk9
 nginx-light openssl curl iproute2 python3-fsspec python3-aiohttp python3-h5py python3-netcdf4 python3-jinja2
 python3-gdal python3-anndata python3-xarray python3-msgpack libtiff-tools python3-tifffile python3-pil
-netcdf-bin nco cdo python3-scipy libzfp-dev python3-zfpy zfp"
+netcdf-bin nco cdo python3-scipy libzfp-dev python3-zfpy zfp
+flatbuffers-compiler zstd"
 # scripts/fuzz.sh: clang 14 with its libFuzzer, ASan and UBSan runtimes.
 ZF_FUZZ_DEPS="clang libclang-rt-14-dev"
 
@@ -35,19 +38,29 @@ zf_install_deps() { # [PACKAGES] (default: $ZF_DEPS)
 }
 
 # The integration tests read and write Zarr v3 with zarrita (npm), pinned in
-# tests/integration/js/package-lock.json. Install Debian's nodejs/npm only when npm is missing, and
-# run `npm ci` only when node_modules is missing or older than the lock file.
+# tests/integration/js/package-lock.json, and write Icechunk repositories with Icechunk's own npm
+# package (its WebAssembly build: the native one needs glibc 2.38, Debian 12 has 2.36; Node.js
+# >= 20.19) and zarrita, pinned in tests/integration/icechunk-js/package-lock.json and installed
+# with `npm ci --cpu=wasm32` (which takes the wasm32-wasi package and leaves out the native
+# ones). Install Debian's nodejs/npm only when npm is missing, and run `npm ci` in a directory
+# only when its node_modules is missing or older than its lock file.
 zf_install_js_deps() {
-    local js=tests/integration/js
     if ! command -v npm >/dev/null 2>&1; then
         echo "== installing: nodejs npm"
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -q
         apt-get install -y -q nodejs npm
     fi
-    if [ ! -f "$js/node_modules/.package-lock.json" ] ||
-        [ "$js/package-lock.json" -nt "$js/node_modules/.package-lock.json" ]; then
-        echo "== npm ci --prefix $js"
-        npm ci --prefix "$js" --no-audit --no-fund --loglevel=error >/dev/null
+    zf_npm_ci tests/integration/js
+    zf_npm_ci tests/integration/icechunk-js --cpu=wasm32
+}
+
+zf_npm_ci() { # DIR [NPM OPTIONS]
+    local dir=$1
+    shift
+    if [ ! -f "$dir/node_modules/.package-lock.json" ] ||
+        [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+        echo "== npm ci --prefix $dir $*"
+        npm ci --prefix "$dir" "$@" --no-audit --no-fund --loglevel=error >/dev/null
     fi
 }
