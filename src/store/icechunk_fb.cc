@@ -968,6 +968,29 @@ size_t zf_ic_manifest_bytes(const zf_ic_manifest *m)
 
 size_t zf_ic_manifest_nrefs(const zf_ic_manifest *m) { return m->nrefs; }
 
+size_t zf_ic_manifest_narrays(const zf_ic_manifest *m) { return m->root->arrays()->size(); }
+
+void zf_ic_manifest_array(const zf_ic_manifest *m, size_t i, uint8_t node_id[ZF_IC_NODE_ID_LEN],
+                          size_t *nrefs)
+{
+    const fb::ArrayManifest *am = m->root->arrays()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    memcpy(node_id, am->node_id()->bytes()->data(), ZF_IC_NODE_ID_LEN);
+    *nrefs = am->refs()->size();
+}
+
+size_t zf_ic_manifest_ref_index(const zf_ic_manifest *m, size_t i, size_t j, uint64_t *coords,
+                                size_t max)
+{
+    const auto *idx = m->root->arrays()
+                          ->Get(static_cast<flatbuffers::uoffset_t>(i))
+                          ->refs()
+                          ->Get(static_cast<flatbuffers::uoffset_t>(j))
+                          ->index();
+    for (flatbuffers::uoffset_t k = 0; k < idx->size() && k < max; k++)
+        coords[k] = idx->Get(k);
+    return idx->size();
+}
+
 void zf_ic_chunk_ref_clear(zf_ic_chunk_ref *r)
 {
     free(r->location);
