@@ -9,18 +9,20 @@
 # TIFF views with libtiff's tools, tifffile and PIL (libtiff-tools, python3-tifffile, python3-pil);
 # test_netcdf_view.py reads netCDF views with ncdump, NCO, CDO and scipy (netcdf-bin, nco, cdo,
 # python3-scipy). The zfp codecs build on libzfp (libzfp-dev); test_zfp.py writes zfpy arrays
-# with numcodecs through python3-zfpy and v3 zfp chunks with the zfp command (zfp).
-# tests/integration/icechunk_hostile.py re-encodes Icechunk files with flatc
-# (flatbuffers-compiler) and the zstd command (zstd).
-ZF_DEPS="meson ninja-build pkg-config gcc libfuse3-dev fuse3 libyajl-dev zlib1g-dev libdeflate-dev liblz4-dev
+# with numcodecs through python3-zfpy and v3 zfp chunks with the zfp command (zfp). Icechunk's
+# reader is C++ over code flatc generates at build time (g++, flatbuffers-compiler,
+# libflatbuffers-dev) and reads spec 1's config.yaml with libyaml (libyaml-dev).
+# tests/integration/icechunk_hostile.py re-encodes Icechunk files with flatc and the zstd command.
+ZF_DEPS="meson ninja-build pkg-config gcc g++ flatbuffers-compiler libflatbuffers-dev libyaml-dev libfuse3-dev fuse3 libyajl-dev zlib1g-dev libdeflate-dev liblz4-dev
 libzstd-dev libblosc-dev libbz2-dev liblzma-dev check python3-zarr python3-numcodecs
 python3-numpy attr groff-base man-db systemd mount util-linux libcurl4-openssl-dev libxml2-dev libzip-dev libmsgpack-dev zip python3-vtk9
 nginx-light openssl curl iproute2 python3-fsspec python3-aiohttp python3-h5py python3-netcdf4 python3-jinja2
 python3-gdal python3-anndata python3-xarray python3-msgpack libtiff-tools python3-tifffile python3-pil
 netcdf-bin nco cdo python3-scipy libzfp-dev python3-zfpy zfp
-flatbuffers-compiler zstd"
-# scripts/fuzz.sh: clang 14 with its libFuzzer, ASan and UBSan runtimes.
-ZF_FUZZ_DEPS="clang libclang-rt-14-dev"
+zstd"
+# scripts/fuzz.sh: clang 14 (clang++ too) with its libFuzzer, ASan and UBSan runtimes; the zstd
+# command decompresses Icechunk payloads for seeds (tests/fuzz/seeds.py).
+ZF_FUZZ_DEPS="clang libclang-rt-14-dev zstd"
 
 zf_install_deps() { # [PACKAGES] (default: $ZF_DEPS)
     local missing=()

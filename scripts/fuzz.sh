@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 zf_install_deps "$ZF_DEPS $ZF_FUZZ_DEPS"
 
 ALL="meta_v2 meta_v3 meta_draft consolidated hierarchy codec_v2 codec_v3 shard http_index s3_xml
-url_key zip refs views"
+url_key zip refs views icechunk"
 replay=false
 if [ "${1:-}" = "--replay" ]; then
     replay=true
@@ -40,7 +40,7 @@ rss=${ZF_FUZZ_RSS_MB:-2048}
 runs=${ZF_FUZZ_RUNS:--1} # libFuzzer's -runs: -1 is no limit
 
 if [ ! -f "$build/build.ninja" ]; then
-    CC=clang meson setup "$build" -Dfuzz=true -Dtests=disabled -Db_lundef=false \
+    CC=clang CXX=clang++ meson setup "$build" -Dfuzz=true -Dtests=disabled -Db_lundef=false \
         -Dbuildtype=debugoptimized
 fi
 ninja -C "$build"
@@ -83,6 +83,7 @@ dict_of() {
     s3_xml) echo tests/fuzz/xml.dict ;;
     url_key) echo tests/fuzz/url.dict ;;
     zip) echo tests/fuzz/zip.dict ;;
+    icechunk) echo tests/fuzz/icechunk.dict ;;
     *) echo tests/fuzz/json.dict ;;
     esac
 }

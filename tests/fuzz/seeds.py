@@ -634,6 +634,37 @@ def refs_seeds(v2root):
                  "dimensions": {"j": [0, 1, 2]}}]}))
 
 
+def icechunk_seeds(root):
+    """fuzz_icechunk.c: a selector byte (0 repo, 1 snapshot, 2 manifest, 3 config.yaml) and the
+    file, from the Icechunk fixtures (tests/fixtures/icechunk); each zstd payload also
+    decompressed, with the header's compression byte 0, so that mutations reach the FlatBuffers
+    directly (needs the zstd command; skipped without it)."""
+    import shutil
+    import subprocess
+    zstd = shutil.which("zstd")
+    kinds = {"repo": 0, "snapshots": 1, "manifests": 2}
+    for repo in sorted(glob.glob(os.path.join(root, "*"))):
+        if not os.path.isdir(repo):
+            continue
+        files = [(0, os.path.join(repo, "repo"))]
+        for d in ("snapshots", "manifests"):
+            files += [(kinds[d], p) for p in sorted(glob.glob(os.path.join(repo, d, "*")))[:6]]
+        for sel, path in files:
+            if not os.path.isfile(path):
+                continue
+            data = read(path)
+            put("icechunk", bytes([sel]) + data)
+            if zstd and len(data) > 39 and data[38] == 1:
+                r = subprocess.run([zstd, "-d", "-c", "-q"], input=data[39:], capture_output=True)
+                if r.returncode == 0:
+                    put("icechunk", bytes([sel]) + data[:38] + b"\0" + r.stdout)
+        cfg = os.path.join(repo, "config.yaml")
+        if os.path.isfile(cfg):
+            put("icechunk", b"\3" + read(cfg))
+    put("icechunk", b"\3virtual_chunk_containers:\n- url_prefix: s3://a/\n"
+        b"  store: {s3: {region: ~, anonymous: true}}\n- {url_prefix: x, store: in_memory}\n")
+
+
 FIXTURES = None
 
 
@@ -812,6 +843,8 @@ def main():
     refs_seeds(os.path.join(td, "zarrita-fixtures", "v2", "data.zarr"))
     views_seeds()
     registry_seeds()
+    # read from the repository's fixtures always (not part of the shared test data)
+    icechunk_seeds(os.path.join(SRC, "tests", "fixtures", "icechunk"))
     import shutil
     shutil.rmtree(tmp, ignore_errors=True)
     for t in sorted(counts):

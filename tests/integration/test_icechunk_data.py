@@ -4,7 +4,7 @@ Icechunk and what icechunk_hostile.py breaks are what they claim, so the store a
 stand on checked ground.
 
 * Layout: both specs' history repositories have exactly the files Icechunk's local storage
-  writes (compared with tests/fixtures/icechunk-upstream's, written by Icechunk's Python
+  writes (compared with tests/fixtures/icechunk's, written by Icechunk's Python
   package): top-level names, 20-character Crockford ids, each file's header (magic, spec
   version, file type of its folder), spec-1 refs naming existing snapshots.
 * Facts: Icechunk's ancestry, tags, labels and the values it reads back agree with what the
@@ -35,7 +35,7 @@ import icechunk_hostile as H  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-UPSTREAM = os.path.join(H.REPO_ROOT, "tests", "fixtures", "icechunk-upstream")
+UPSTREAM = os.path.join(H.REPO_ROOT, "tests", "fixtures", "icechunk")
 SCHEMA_DIR = os.environ.get("ZARRFS_ICECHUNK_SCHEMA_DIR") or H.DEFAULT_SCHEMA_DIR
 WORK = None
 REPOS = {}  # spec -> (dir, facts)
