@@ -26,7 +26,7 @@
  * the configuration unless the user overrides the endpoint, its credentials from the user's
  * (credentials file, environment). The checksum a reference keeps is checked on the response
  * itself: an ETag must equal the object's; a last-modified time means "not modified since". Any
- * other reference, or a failed check, is ZF_ERR_IO logged once per container — never the fill
+ * other reference, or a failed check, is ZF_ERR_IO (the reader logs it, naming the container) — never the fill
  * value. */
 #include <ctype.h>
 #include <inttypes.h>
@@ -71,8 +71,7 @@ typedef struct ic_info {
 } ic_info;
 
 typedef struct ic_vstore {
-    zf_store *store;        /* the container's store, opened on first use (NULL: not yet) */
-    bool logged;            /* a refusal or failure was logged */
+    zf_store *store; /* the container's store, opened on first use (NULL: not yet) */
 } ic_vstore;
 
 typedef struct ic_repo {
@@ -90,7 +89,6 @@ typedef struct ic_repo {
     size_t nendpoints;
     zf_ic_config config;
     ic_vstore *vstores; /* one per container */
-    bool *undeclared_logged;
     pthread_mutex_t mu; /* everything below, the vstores */
     ic_info *info;      /* spec 2: the repo info, read at info_at */
     double info_at;
@@ -490,6 +488,10 @@ static void snapshot_version(const ic_obj *o, zf_store_version *ver)
     snprintf(ver->etag, sizeof ver->etag, "\"%s\"", text);
 }
 
+/* The metadata of the root of a snapshot without a root node (a new repository's first): an
+ * empty group, as Icechunk's store lists nothing there. */
+#define EMPTY_ROOT "{\"zarr_format\": 3, \"node_type\": \"group\", \"attributes\": {}}"
+
 /* ---- keys ------------------------------------------------------------------------------------ */
 
 typedef struct ic_key {
@@ -753,29 +755,19 @@ static zf_status read_virtual(ic_repo *r, const zf_ic_chunk_ref *ref, uint64_t o
     size_t c = container_of(r, loc);
     zf_status st = ZF_OK;
     zf_store *vs = NULL;
-    bool *logged = NULL;
     pthread_mutex_lock(&r->mu);
-    if (c == SIZE_MAX) {
+    if (c == SIZE_MAX)
         st = zf_fail(err, ZF_ERR_IO, "virtual chunk at %s: no virtual chunk container of the "
                      "repository's configuration holds it", loc);
-    } else if (!authorized(r, loc)) {
+    else if (!authorized(r, loc))
         st = zf_fail(err, ZF_ERR_IO, "virtual chunk at %s: container %s is not authorised "
                      "(mount with -o virtual_chunks=%s to read it)", loc,
                      r->config.containers[c].url_prefix, r->config.containers[c].url_prefix);
-        logged = &r->vstores[c].logged;
-    } else {
+    else
         st = vstore_locked(r, c, &vs, err);
-        logged = &r->vstores[c].logged;
-    }
-    bool say = st != ZF_OK && logged ? !*logged : st != ZF_OK;
-    if (say && logged)
-        *logged = true;
     pthread_mutex_unlock(&r->mu);
-    if (st != ZF_OK) {
-        if (say)
-            zf_log_error("%s: %s", r->url, err && err->msg[0] ? err->msg : zf_status_str(st));
+    if (st != ZF_OK) /* the reader logs the failure of its read, with this message */
         return st == ZF_ERR_NOMEM ? st : ZF_ERR_IO;
-    }
     char *base = with_slash(r->config.containers[c].url_prefix);
     if (!base)
         return ZF_ERR_NOMEM;
@@ -797,7 +789,6 @@ static zf_status read_virtual(ic_repo *r, const zf_ic_chunk_ref *ref, uint64_t o
                      " where the reference says %" PRIu64, loc, out->len, ref->offset + off, len);
     if (st != ZF_OK) {
         zf_bytes_free(out);
-        zf_log_error("%s: %s", r->url, err && err->msg[0] ? err->msg : zf_status_str(st));
         return st == ZF_ERR_NOMEM ? st : ZF_ERR_IO;
     }
     return ZF_OK;
@@ -836,11 +827,16 @@ static zf_status ic_read(zf_store *st_, const char *key, bool whole, uint64_t of
     }
     if (st != ZF_OK)
         goto done;
-    if (!zf_ic_snapshot_find(snap, k.path, strlen(k.path), &idx)) {
+    if (zf_ic_snapshot_find(snap, k.path, strlen(k.path), &idx)) {
+        zf_ic_snapshot_node(snap, idx, &nd);
+    } else if (k.meta && strcmp(k.path, "/") == 0) { /* no root node: an empty group */
+        memset(&nd, 0, sizeof nd);
+        nd.user_data = (const uint8_t *)EMPTY_ROOT;
+        nd.user_data_len = strlen(EMPTY_ROOT);
+    } else {
         st = ZF_ERR_NOT_FOUND;
         goto done;
     }
-    zf_ic_snapshot_node(snap, idx, &nd);
     const uint8_t *bytes = NULL;
     uint64_t total = 0;
     zf_ic_chunk_ref ref = {0};
@@ -1004,11 +1000,16 @@ static zf_status ic_list_dir(zf_store *st_, const char *prefix, zf_store_listing
     }
     size_t pl = strlen(path), idx, cap = 0;
     zf_ic_node nd;
-    if (!zf_ic_snapshot_find(snap, path, pl, &idx)) {
+    size_t first = 0; /* the first node that may be a child */
+    if (zf_ic_snapshot_find(snap, path, pl, &idx)) {
+        zf_ic_snapshot_node(snap, idx, &nd);
+        first = idx + 1;
+    } else if (pl == 1) { /* no root node: an empty group (its children, if any, listed) */
+        memset(&nd, 0, sizeof nd);
+    } else {
         st = ZF_ERR_NOT_FOUND;
         goto done;
     }
-    zf_ic_snapshot_node(snap, idx, &nd);
     if ((st = listing_add(out, &cap, "zarr.json", 9, false)) != ZF_OK)
         goto done;
     if (nd.is_array) {
@@ -1018,7 +1019,7 @@ static zf_status ic_list_dir(zf_store *st_, const char *prefix, zf_store_listing
     /* children: the nodes after it that start with PATH/ (one run in path order) */
     size_t cl = pl == 1 ? 1 : pl + 1; /* length of "PATH/" */
     size_t nn = zf_ic_snapshot_nnodes(snap);
-    for (size_t i = idx + 1; i < nn && st == ZF_OK; i++) {
+    for (size_t i = first; i < nn && st == ZF_OK; i++) {
         zf_ic_node c;
         zf_ic_snapshot_node(snap, i, &c);
         if (c.path_len <= cl || strncmp(c.path, path, pl) != 0 || c.path[cl - 1] != '/')
@@ -1052,7 +1053,6 @@ static void repo_release(ic_repo *r)
     for (size_t i = 0; i < r->config.n; i++)
         zf_store_close(r->vstores ? r->vstores[i].store : NULL);
     free(r->vstores);
-    free(r->undeclared_logged);
     zf_ic_config_free(&r->config);
     for (size_t i = 0; i < r->nauthorized; i++)
         free(r->authorized[i]);
@@ -1233,9 +1233,7 @@ static zf_status load_config(ic_repo *r, zf_err *err)
             zf_err_prefix(err, "config.yaml");
         zf_bytes_free(&b);
     }
-    if (st == ZF_OK && r->config.n &&
-        (!(r->vstores = calloc(r->config.n, sizeof *r->vstores)) ||
-         !(r->undeclared_logged = calloc(r->config.n, sizeof *r->undeclared_logged))))
+    if (st == ZF_OK && r->config.n && !(r->vstores = calloc(r->config.n, sizeof *r->vstores)))
         st = ZF_ERR_NOMEM;
     return st;
 }
