@@ -993,12 +993,13 @@ static zf_status ic_list_dir(zf_store *st_, const char *prefix, zf_store_listing
     if (st != ZF_OK)
         return st;
     const zf_ic_snapshot *snap = so->p;
-    char *path = NULL;
-    if (asprintf(&path, "/%s", prefix) < 0) {
+    char *path = NULL; /* "/PREFIX" and room for a '/' after it */
+    if (asprintf(&path, "/%s/", prefix) < 0) {
         obj_release(s->repo, so);
         return ZF_ERR_NOMEM;
     }
-    size_t pl = strlen(path), idx, cap = 0;
+    size_t pl = strlen(path) - 1, idx, cap = 0;
+    path[pl] = '\0';
     zf_ic_node nd;
     size_t first = 0; /* the first node that may be a child */
     if (zf_ic_snapshot_find(snap, path, pl, &idx)) {
@@ -1016,10 +1017,24 @@ static zf_status ic_list_dir(zf_store *st_, const char *prefix, zf_store_listing
         st = listing_add(out, &cap, "c", 1, true);
         goto done;
     }
-    /* children: the nodes after it that start with PATH/ (one run in path order) */
+    /* children: the nodes that start with PATH/, one run in path order but not always right
+     * after PATH ("/a-b" sorts between "/a" and "/a/b"): from the first path >= "PATH/" */
     size_t cl = pl == 1 ? 1 : pl + 1; /* length of "PATH/" */
     size_t nn = zf_ic_snapshot_nnodes(snap);
-    for (size_t i = first; i < nn && st == ZF_OK; i++) {
+    path[cl - 1] = '/';
+    size_t lo = first, hi = nn;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        zf_ic_node c;
+        zf_ic_snapshot_node(snap, mid, &c);
+        size_t m = c.path_len < cl ? c.path_len : cl;
+        int d = memcmp(c.path, path, m);
+        if (d < 0 || (d == 0 && c.path_len < cl))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < nn && st == ZF_OK; i++) {
         zf_ic_node c;
         zf_ic_snapshot_node(snap, i, &c);
         if (c.path_len <= cl || strncmp(c.path, path, pl) != 0 || c.path[cl - 1] != '/')

@@ -158,9 +158,11 @@ class Written(zfmount.TestCase, Checks):
             repo = copy_repo(REPOS[spec][0], "follow-spec%d" % spec)
             facts = REPOS[spec][1]
             with zfmount.Mount(repo, options=["metadata_ttl=1"], label="icw-follow") as m:
-                first = icf.commit(repo, branch="main")
-                arr = first["array"].lstrip("/")
+                arr = "grid/temperature"
                 before = os.path.getsize(m.path(arr))
+                self.assertEqual(read(m.path(arr)), icf.expected(
+                    facts, facts["branches"]["main"]["head"], "/" + arr).tobytes())
+                first = icf.commit(repo, branch="main", array="/" + arr)
                 old = facts["branches"]["main"]["head"]
                 self.assertNotEqual(first["snapshot"], old)
                 deadline = time.time() + 20
