@@ -342,6 +342,53 @@ class Remote(zfmount.TestCase, Checks):
                 self.client.put(self.VBUCKET, "can_read_old/chunk-1", self.chunk)
 
 
+class ZarrsExample(zfmount.TestCase):
+    """zarrs_icechunk's example (tests/fixtures/icechunk-zarrs: spec 1, written by Icechunk
+    through VirtualiZarr): /data, 4 x 5 x 10 float64, every one of its 60 chunks a virtual
+    reference into test0.nc/test1.nc with a last-modified checksum (1774040459). The references
+    name github.com: the test serves the two files with nginx and moves the locations there
+    (icechunk_hostile.relocate_virtual, checksums kept). Expected values: the README's, checked
+    there with netCDF4 and Icechunk: (arange(100) - 3.0) / 0.1, then the same of arange(100) +
+    100, as float64."""
+
+    OLD = "https://github.com/zarrs/zarrs_icechunk/raw/refs/heads/main/examples/data/"
+    CHECKSUM = 1774040459
+
+    def test_01_virtual_netcdf(self):
+        import icechunk_hostile as ich
+        src = os.path.join(FIXTURES + "-zarrs")
+        srv = os.path.join(WORK, "zarrs-srv")
+        os.makedirs(srv)
+        for n in ("test0.nc", "test1.nc"):
+            shutil.copy(os.path.join(src, n), os.path.join(srv, n))
+            os.utime(os.path.join(srv, n), (self.CHECKSUM, self.CHECKSUM))
+        ng = rs.Nginx(srv, autoindex=True).start()
+        try:
+            prefix = ng.url("")
+            prefix += "" if prefix.endswith("/") else "/"
+            repo = os.path.join(WORK, "zarrs-repo")
+            ich.relocate_virtual(os.path.join(src, "test.icechunk.zarr"), repo, self.OLD, prefix,
+                                 schema_dir=os.path.join(HERE, "..", "..", "src", "store"))
+            x = list(range(100))
+            want = struct.pack("<200d", *([(v - 3.0) / 0.1 for v in x] +
+                                          [(v + 100 - 3.0) / 0.1 for v in x]))
+            with zfmount.Mount(repo, options=["virtual_chunks=" + prefix], label="ic-zarrs") as m:
+                self.assertEqual(json.loads(os.getxattr(m.path("data"), "user.zarr.shape")),
+                                 [4, 5, 10])
+                self.assertEqual(read(m.path("data")), want)
+            with zfmount.Mount(repo, label="ic-zarrs-unauth") as m:
+                self.assertErrno(errno.EIO, read, m.path("data"))
+            # a served file modified after the checksum time: the object changed
+            os.utime(os.path.join(srv, "test1.nc"), (self.CHECKSUM + 60, self.CHECKSUM + 60))
+            with zfmount.Mount(repo, options=["virtual_chunks=" + prefix], label="ic-zarrs-changed") as m:
+                self.assertErrno(errno.EIO, read, m.path("data"))
+                self.assertIn("modified", m.stderr_text())
+            log("  zarrs_icechunk's example: 60 virtual chunks in two netCDF files over HTTP, as "
+                "netCDF4 reads them; unauthorised or modified since the checksum: EIO")
+        finally:
+            ng.stop()
+
+
 def native_chunk_bytes(repo):
     """The encoded bytes of big_chunks' chunk 0/1 as Icechunk wrote them: the repository's chunk
     files are big_chunks' four chunks of "fill data" (small_chunks' are inline), each 25 values
