@@ -219,6 +219,19 @@ class Local(zfmount.TestCase, Checks):
             self.assertEqual((status, mounted), (1, False), (what, stderr))
             log("  -o %s (%s): refused: %s" % (opt, what, stderr.strip().splitlines()[-1]))
 
+    def test_02b_icechunk_0_1_refused(self):
+        """Icechunk 0.1 kept each branch version as refs/branch.NAME/VERSION.json (the first
+        ZZZZZZZZ.json) and msgpack snapshots: refused, naming the version."""
+        repo = os.path.join(WORK, "ic01")
+        os.makedirs(os.path.join(repo, "refs", "branch.main"))
+        os.makedirs(os.path.join(repo, "snapshots"))
+        with open(os.path.join(repo, "refs", "branch.main", "ZZZZZZZZ.json"), "w") as f:
+            json.dump({"snapshot": "1CECHNKREP0F1RSTCMT0"}, f)
+        status, stderr, mounted = zfmount.expect_refusal(repo, timeout=30)
+        self.assertEqual((status, mounted), (1, False), stderr)
+        self.assertIn("0.1", stderr)
+        log("  an Icechunk 0.1 repository: refused: %s" % stderr.strip().splitlines()[-1])
+
     def test_03_split_repos(self):
         for name in SPLIT_REPOS:
             repo = os.path.join(FIXTURES, name)
