@@ -654,6 +654,13 @@ static void join_sidecar_kinds(char *opts)
     }
 }
 
+/* A store of keys below a directory, URL or bucket prefix (not an archive or references). */
+static bool is_directory_store(const zf_store *s)
+{
+    const char *k = s->ops->scheme;
+    return !strcmp(k, "file") || !strcmp(k, "http") || !strcmp(k, "s3");
+}
+
 /* The zf_versions of an Icechunk mount: its store's (ctx) versions. */
 static zf_status ic_list(void *ctx, const char *kind, zf_store_listing *out, zf_err *err)
 {
@@ -784,6 +791,9 @@ int main(int argc, char *argv[])
     zf_store *store;
     zf_err err = {""};
     zf_status st = zf_store_open(o.store, &sopts, &store, &err);
+    /* a directory (local, HTTP, S3) may hold an Icechunk repository */
+    if (st == ZF_OK && is_directory_store(store))
+        st = zf_store_icechunk_detect_open(store, &sopts, &store, &err);
     bool icechunk = st == ZF_OK && zf_store_is_icechunk(store);
     if (st == ZF_OK && !icechunk && (o.ref || o.snapshot || o.nvirtual_chunks)) {
         fprintf(stderr, "zarrfs: -o ref, snapshot and virtual_chunks are for Icechunk "

@@ -273,13 +273,10 @@ zf_status zf_store_open(const char *url, const zf_store_options *opts, zf_store 
         return open_remote_zip(url, opts, s3, out, err);
     if ((http || s3) && names_json(url))
         return open_remote_refs(url, opts, s3, out, err);
-    zf_store *plain = NULL;
-    zf_status st;
-    if (http || s3) { /* a directory of keys, or an Icechunk repository */
-        st = http ? zf_store_http_open(url, opts, &plain, err)
-                  : zf_store_s3_open(url, opts, &plain, err);
-        return st == ZF_OK ? zf_store_icechunk_detect_open(plain, opts, out, err) : st;
-    }
+    if (http)
+        return zf_store_http_open(url, opts, out, err);
+    if (s3)
+        return zf_store_s3_open(url, opts, out, err);
     if (strncmp(url, "file://", 7) == 0)
         url += 7;
     else if (strstr(url, "://"))
@@ -290,8 +287,7 @@ zf_status zf_store_open(const char *url, const zf_store_options *opts, zf_store 
     if (stat(url, &sb) == 0 && S_ISDIR(sb.st_mode) && is_parquet_refs_dir(url))
         return zf_fail(err, ZF_ERR_UNSUPPORTED,
                        "%s: Parquet references are not supported (use the JSON form)", url);
-    st = zf_store_file_open(url, &plain, err);
-    return st == ZF_OK ? zf_store_icechunk_detect_open(plain, opts, out, err) : st;
+    return zf_store_file_open(url, out, err);
 }
 
 bool zf_store_is_remote(const zf_store *s) { return s->remote; }

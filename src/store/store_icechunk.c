@@ -1179,9 +1179,27 @@ static zf_status store_new(ic_repo *r, int at, const char *name, const uint8_t *
     return ZF_OK;
 }
 
+/* Does key hold a ref file, {"snapshot": "ID"} (what spec 1 and 0.1 write)? */
+static bool holds_ref_json(zf_store *inner, const char *key)
+{
+    zf_bytes b = {0};
+    if (zf_store_get_bounded(inner, key, IC_MAX_REF_JSON, &b, NULL) != ZF_OK)
+        return false;
+    yajl_val doc = NULL;
+    bool ok = zf_json_parse(key, (const char *)b.data, b.len, &doc, NULL) == ZF_OK;
+    yajl_val v = ok ? zf_json_get(doc, "snapshot") : NULL;
+    uint8_t id[ZF_IC_ID_LEN];
+    ok = v && YAJL_IS_STRING(v) && zf_ic_id_decode(YAJL_GET_STRING(v), id);
+    yajl_tree_free(doc);
+    zf_bytes_free(&b);
+    return ok;
+}
+
 /* Is there an Icechunk repository at the root of inner? *spec: 2 (a `repo` file with Icechunk's
- * magic), 1 (refs/branch.main/ref.json), 0 (no). An Icechunk 0.1 repository (refs of numbered
- * files, msgpack snapshots) is ZF_ERR_UNSUPPORTED. */
+ * header, file type repo info), 1 (refs/branch.main/ref.json holding a ref), 0 (no: what the
+ * files hold decides, not their presence, so a server answering every key is not taken for a
+ * repository). An Icechunk 0.1 repository (each branch version a numbered ref file, the first
+ * ZZZZZZZZ.json, and msgpack snapshots) is ZF_ERR_UNSUPPORTED. */
 static zf_status detect(zf_store *inner, int *spec, zf_err *err)
 {
     *spec = 0;
@@ -1189,22 +1207,19 @@ static zf_status detect(zf_store *inner, int *spec, zf_err *err)
     zf_status st = zf_store_get_partial(inner, "repo", 0, ZF_IC_HEADER_LEN, &b, NULL);
     if (st == ZF_OK) {
         zf_ic_header h;
-        bool magic = zf_ic_header_parse(b.data, b.len, &h, NULL) != ZF_ERR_CORRUPT;
+        bool repo = zf_ic_header_parse(b.data, b.len, &h, NULL) != ZF_ERR_CORRUPT &&
+                    h.file_type == ZF_IC_FILE_REPO;
         zf_bytes_free(&b);
-        if (magic) {
+        if (repo) {
             *spec = 2;
             return ZF_OK;
         }
     }
-    uint64_t size;
-    struct timespec mt;
-    if (zf_store_stat(inner, "refs/branch.main/ref.json", &size, &mt, NULL) == ZF_OK) {
+    if (holds_ref_json(inner, "refs/branch.main/ref.json")) {
         *spec = 1;
         return ZF_OK;
     }
-    /* Icechunk 0.1 wrote each branch version as refs/branch.NAME/VERSION.json, the first
-     * ZZZZZZZZ.json, and msgpack snapshots */
-    if (zf_store_stat(inner, "refs/branch.main/ZZZZZZZZ.json", &size, &mt, NULL) == ZF_OK)
+    if (holds_ref_json(inner, "refs/branch.main/ZZZZZZZZ.json"))
         return zf_fail(err, ZF_ERR_UNSUPPORTED,
                        "an Icechunk 0.1 repository (refs/branch.main/ZZZZZZZZ.json, msgpack "
                        "snapshots): not supported; upgrade it with Icechunk 1 or later");
