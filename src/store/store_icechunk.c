@@ -1179,7 +1179,8 @@ static zf_status store_new(ic_repo *r, int at, const char *name, const uint8_t *
     return ZF_OK;
 }
 
-/* Does key hold a ref file, {"snapshot": "ID"} (what spec 1 and 0.1 write)? */
+/* Does key hold a ref file, {"snapshot": "ID"} (what spec 1 and 0.1 write; the id is checked
+ * when the ref is read)? */
 static bool holds_ref_json(zf_store *inner, const char *key)
 {
     zf_bytes b = {0};
@@ -1188,8 +1189,7 @@ static bool holds_ref_json(zf_store *inner, const char *key)
     yajl_val doc = NULL;
     bool ok = zf_json_parse(key, (const char *)b.data, b.len, &doc, NULL) == ZF_OK;
     yajl_val v = ok ? zf_json_get(doc, "snapshot") : NULL;
-    uint8_t id[ZF_IC_ID_LEN];
-    ok = v && YAJL_IS_STRING(v) && zf_ic_id_decode(YAJL_GET_STRING(v), id);
+    ok = v && YAJL_IS_STRING(v); /* (an invalid id is then refused by name) */
     yajl_tree_free(doc);
     zf_bytes_free(&b);
     return ok;
