@@ -17,6 +17,7 @@
  * the fixtures' bytes (magic, truncation, file type, versions, compression, the verifier). */
 #include <check.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1272,6 +1273,50 @@ START_TEST(ic_flatc_manifest)
 }
 END_TEST
 
+/* Handles are immutable: threads read one manifest and one snapshot at once (the TSan build
+ * of scripts/test.sh runs this). */
+typedef struct shared {
+    const zf_ic_manifest *m;
+    const zf_ic_snapshot *s;
+    int failures;
+} shared;
+
+static void *reader(void *arg)
+{
+    shared *sh = arg;
+    for (int k = 0; k < 300; k++) {
+        zf_ic_chunk_ref c;
+        zf_err err = {""};
+        if (find2(sh->m, 1, 1, 1 + k % 2, &c, &err) != ZF_OK ||
+            strcmp(c.location, "s3://testbucket/virtual/file-0500.nc") != 0)
+            __atomic_add_fetch(&sh->failures, 1, __ATOMIC_RELAXED);
+        zf_ic_chunk_ref_clear(&c);
+        size_t i;
+        if (!zf_ic_snapshot_find(sh->s, "/a/b", 4, &i) || i != 3)
+            __atomic_add_fetch(&sh->failures, 1, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+START_TEST(ic_threads)
+{
+    buf b = flatc_file("manifest-ok", ZF_IC_FILE_MANIFEST);
+    shared sh = {manifest_of(&b), NULL, 0};
+    free(b.data);
+    b = flatc_file("snapshot-ok", ZF_IC_FILE_SNAPSHOT);
+    sh.s = snapshot_of(&b);
+    free(b.data);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, reader, &sh), 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    ck_assert_int_eq(sh.failures, 0);
+    zf_ic_manifest_free((zf_ic_manifest *)sh.m);
+    zf_ic_snapshot_free((zf_ic_snapshot *)sh.s);
+}
+END_TEST
+
 /* ----- hostile files ----- */
 
 START_TEST(ic_hostile)
@@ -1553,6 +1598,7 @@ int main(void)
     tcase_add_test(tc, ic_flatc_repo);
     tcase_add_test(tc, ic_flatc_snapshot);
     tcase_add_test(tc, ic_flatc_manifest);
+    tcase_add_test(tc, ic_threads);
     tcase_add_test(tc, ic_hostile);
     tcase_add_test(tc, ic_shared_tables);
     tcase_add_test(tc, ic_zstd_bounds);
