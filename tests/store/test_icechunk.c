@@ -888,10 +888,13 @@ START_TEST(ic_config_yaml)
                               "- {url_prefix: 'mem://', name: m, store: in_memory}\n"
                               "- url_prefix: x\n"
                               "  store: !http\n"
-                              "    endpoint_url: null\n",
+                              "    endpoint_url: null\n"
+                              "- url_prefix: y\n"
+                              "  store: !local_file_system\n",
                               &c, &err) == ZF_OK,
                   "%s", err.msg);
-    ck_assert_uint_eq(c.n, 3);
+    ck_assert_uint_eq(c.n, 4);
+    expect_str(c.containers[3].kind, "local_file_system");
     expect_str(c.containers[0].kind, "s3");
     expect_str(c.containers[0].region, NULL);
     expect_str(c.containers[0].endpoint_url, "e");
