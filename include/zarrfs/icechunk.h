@@ -146,7 +146,8 @@ typedef struct zf_ic_node {
     const uint8_t *user_data; /* the node's zarr.json (not NUL-terminated) */
     size_t user_data_len;
     bool is_array;
-    size_t ndim;       /* arrays: dimensions (shape_v2 in spec 2, shape in spec 1); <= ZF_MAX_DIMS */
+    size_t ndim;       /* arrays: dimensions (shape_v2 when present, as spec 2 writes it; else
+                          shape, spec 1's: Icechunk's own rule); <= ZF_MAX_DIMS */
     size_t nmanifests; /* arrays: ManifestRefs */
 } zf_ic_node;
 

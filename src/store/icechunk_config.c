@@ -118,12 +118,19 @@ static bool scalar_is(const yaml_node_t *n, const char *s)
     return is_scalar(n) && n->data.scalar.length == l && memcmp(n->data.scalar.value, s, l) == 0;
 }
 
-/* A plain null: ~, null, Null, NULL or nothing (YAML 1.2 core schema), or tagged !!null. */
+/* A local tag (`!s3_compatible`): the kind of a store. */
+static bool has_local_tag(const yaml_node_t *n)
+{
+    return n && n->tag && n->tag[0] == '!' && n->tag[1];
+}
+
+/* A plain null: ~, null, Null, NULL or nothing (YAML 1.2 core schema), or tagged !!null; not a
+ * node with a local tag (`store: !local_file_system` with nothing after it). */
 static bool is_null(const yaml_node_t *n)
 {
     if (!n)
         return true;
-    if (n->type != YAML_SCALAR_NODE)
+    if (n->type != YAML_SCALAR_NODE || has_local_tag(n))
         return false;
     if (n->tag && strcmp((const char *)n->tag, YAML_NULL_TAG) == 0)
         return true;
@@ -188,7 +195,7 @@ static zf_status store_kind(const walk *w, const yaml_node_t *s, zf_ic_container
 {
     const char *tag = (const char *)s->tag;
     *opts = NULL;
-    if (tag && tag[0] == '!' && tag[1]) { /* !s3_compatible {...}: a local tag names the kind */
+    if (has_local_tag(s)) { /* !s3_compatible {...}: a local tag names the kind */
         size_t l = strlen(tag + 1);
         if (!(c->kind = malloc(l + 1)))
             return zf_fail(w->err, ZF_ERR_NOMEM, "out of memory");

@@ -1052,11 +1052,11 @@ zf_status fill_ref(const zf_ic_manifest *m, const fb::ChunkRef *r, zf_ic_chunk_r
 {
     bool is_inline = r->inline_data() != nullptr, is_native = r->chunk_id() != nullptr,
          is_virtual = r->location() || r->compressed_location();
-    if (is_inline + is_native + is_virtual != 1)
+    int kinds = is_inline + is_native + is_virtual;
+    if (kinds != 1)
         return zf_fail(err, ZF_ERR_CORRUPT,
                        "chunk reference of %s kind (inline %d, native %d, virtual %d)",
-                       is_inline + is_native + is_virtual ? "more than one" : "no", is_inline,
-                       is_native, is_virtual);
+                       kinds ? "more than one" : "no", is_inline, is_native, is_virtual);
     out->offset = r->offset();
     out->length = r->length();
     if (is_inline) {

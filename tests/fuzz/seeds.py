@@ -661,6 +661,9 @@ def icechunk_seeds(root):
         cfg = os.path.join(repo, "config.yaml")
         if os.path.isfile(cfg):
             put("icechunk", b"\3" + read(cfg))
+    # the regression inputs: a manifest with compressed locations, a configuration's containers
+    for path in sorted(glob.glob(os.path.join(HERE, "regress", "icechunk", "*"))):
+        put("icechunk", read(path))
     put("icechunk", b"\3virtual_chunk_containers:\n- url_prefix: s3://a/\n"
         b"  store: {s3: {region: ~, anonymous: true}}\n- {url_prefix: x, store: in_memory}\n")
 

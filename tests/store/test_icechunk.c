@@ -17,6 +17,7 @@
  * the fixtures' bytes (magic, truncation, file type, versions, compression, the verifier). */
 #include <check.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -887,10 +888,13 @@ START_TEST(ic_config_yaml)
                               "- {url_prefix: 'mem://', name: m, store: in_memory}\n"
                               "- url_prefix: x\n"
                               "  store: !http\n"
-                              "    endpoint_url: null\n",
+                              "    endpoint_url: null\n"
+                              "- url_prefix: y\n"
+                              "  store: !local_file_system\n",
                               &c, &err) == ZF_OK,
                   "%s", err.msg);
-    ck_assert_uint_eq(c.n, 3);
+    ck_assert_uint_eq(c.n, 4);
+    expect_str(c.containers[3].kind, "local_file_system");
     expect_str(c.containers[0].kind, "s3");
     expect_str(c.containers[0].region, NULL);
     expect_str(c.containers[0].endpoint_url, "e");
@@ -1272,6 +1276,50 @@ START_TEST(ic_flatc_manifest)
 }
 END_TEST
 
+/* Handles are immutable: threads read one manifest and one snapshot at once (the TSan build
+ * of scripts/test.sh runs this). */
+typedef struct shared {
+    const zf_ic_manifest *m;
+    const zf_ic_snapshot *s;
+    int failures;
+} shared;
+
+static void *reader(void *arg)
+{
+    shared *sh = arg;
+    for (int k = 0; k < 300; k++) {
+        zf_ic_chunk_ref c;
+        zf_err err = {""};
+        if (find2(sh->m, 1, 1, 1 + k % 2, &c, &err) != ZF_OK ||
+            strcmp(c.location, "s3://testbucket/virtual/file-0500.nc") != 0)
+            __atomic_add_fetch(&sh->failures, 1, __ATOMIC_RELAXED);
+        zf_ic_chunk_ref_clear(&c);
+        size_t i;
+        if (!zf_ic_snapshot_find(sh->s, "/a/b", 4, &i) || i != 3)
+            __atomic_add_fetch(&sh->failures, 1, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+START_TEST(ic_threads)
+{
+    buf b = flatc_file("manifest-ok", ZF_IC_FILE_MANIFEST);
+    shared sh = {manifest_of(&b), NULL, 0};
+    free(b.data);
+    b = flatc_file("snapshot-ok", ZF_IC_FILE_SNAPSHOT);
+    sh.s = snapshot_of(&b);
+    free(b.data);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, reader, &sh), 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    ck_assert_int_eq(sh.failures, 0);
+    zf_ic_manifest_free((zf_ic_manifest *)sh.m);
+    zf_ic_snapshot_free((zf_ic_snapshot *)sh.s);
+}
+END_TEST
+
 /* ----- hostile files ----- */
 
 START_TEST(ic_hostile)
@@ -1385,6 +1433,77 @@ START_TEST(ic_hostile)
 }
 END_TEST
 
+/* A snapshot payload written by hand: n entries of `nodes` all the same node table, an array
+ * whose n ManifestRefs are all the same table. A DAG: the file grows with n, a walk of it with
+ * n * n. */
+static buf shared_tables_snapshot(uint32_t n)
+{
+    /* every uoffset points forward: the root, the snapshot, the node list, the node and its
+     * array, the ManifestRef list, the ManifestRef, the strings */
+    const size_t VT_S = 4, S = 20, NODES = 44, VT_N = NODES + 4 + 4 * (size_t)n,
+                 NODE = VT_N + 16, VT_A = NODE + 28, ARR = VT_A + 12, MANIFESTS = ARR + 12,
+                 VT_M = MANIFESTS + 4 + 4 * (size_t)n, MREF = VT_M + 8, STR = MREF + 20,
+                 EMPTY = STR + 8, len = EMPTY + 8; /* the empty string's NUL */
+    buf b = {calloc(1, len), len};
+    uint8_t *p = b.data;
+#define U32(at, v) memcpy(p + (at), &(uint32_t){(uint32_t)(v)}, 4)
+#define U16(at, v) memcpy(p + (at), &(uint16_t){(uint16_t)(v)}, 2)
+#define REF(at, to) U32(at, (to) - (at)) /* a uoffset to a later position */
+    REF(0, S);
+    /* Snapshot: id (struct, 12 bytes) at 4, nodes at 16, message at 20 (fields 0, 2, 4) */
+    U16(VT_S, 14), U16(VT_S + 2, 24), U16(VT_S + 4, 4), U16(VT_S + 8, 16), U16(VT_S + 12, 20);
+    U32(S, S - VT_S);
+    REF(S + 16, NODES), REF(S + 20, EMPTY);
+    /* NodeSnapshot: id (8 bytes) at 4, path 12, user_data 16, node_data 20, its type 24 */
+    U16(VT_N, 14), U16(VT_N + 2, 28), U16(VT_N + 4, 4), U16(VT_N + 6, 12), U16(VT_N + 8, 16);
+    U16(VT_N + 10, 24), U16(VT_N + 12, 20);
+    U32(NODE, NODE - VT_N);
+    REF(NODE + 12, STR), REF(NODE + 16, EMPTY), REF(NODE + 20, ARR);
+    p[NODE + 24] = 1; /* NodeData_Array */
+    /* ArrayNodeData: shape at 4 (empty), manifests at 8 */
+    U16(VT_A, 12), U16(VT_A + 2, 12), U16(VT_A + 4, 4), U16(VT_A + 8, 8);
+    U32(ARR, ARR - VT_A);
+    REF(ARR + 4, EMPTY), REF(ARR + 8, MANIFESTS);
+    /* ManifestRef: object_id at 4, extents at 16 (empty) */
+    U16(VT_M, 8), U16(VT_M + 2, 20), U16(VT_M + 4, 4), U16(VT_M + 6, 16);
+    U32(MREF, MREF - VT_M);
+    REF(MREF + 16, EMPTY);
+    U32(STR, 1), p[STR + 4] = '/'; /* the path "/" */
+    U32(EMPTY, 0);                  /* an empty vector, string or list */
+    U32(NODES, n);
+    U32(MANIFESTS, n);
+    for (uint32_t i = 0; i < n; i++) {
+        REF(NODES + 4 + 4 * i, NODE);
+        REF(MANIFESTS + 4 + 4 * i, MREF);
+    }
+#undef U32
+#undef U16
+#undef REF
+    return b;
+}
+
+START_TEST(ic_shared_tables)
+{
+    zf_err err = {""};
+    /* two entries: the verifier walks it (1 + 2 * (2 + 2) tables); the node list is refused
+     * for its duplicate path */
+    buf p = shared_tables_snapshot(2);
+    buf f = wrap(&p, 2, ZF_IC_FILE_SNAPSHOT, 0);
+    ck_assert_int_eq(snapshot_status(&f, &err), ZF_ERR_CORRUPT);
+    ck_assert_msg(strstr(err.msg, "not sorted by path"), "%s", err.msg);
+    free(p.data);
+    free(f.data);
+    /* 900: a walk of 811,801 tables over 7 KB, refused by the verifier's bound of 2,800 (its
+     * default, 10^6, would let it through to the sort check) */
+    p = shared_tables_snapshot(900);
+    f = wrap(&p, 2, ZF_IC_FILE_SNAPSHOT, 0);
+    ck_assert_int_eq(snapshot_status(&f, &err), ZF_ERR_CORRUPT);
+    ck_assert_msg(strstr(err.msg, "verifier"), "%s", err.msg);
+    free(p.data);
+    free(f.data);
+}
+END_TEST
+
 /* A zstd frame of n zero bytes: with or without its content size. */
 static buf zeros_frame(size_t n, bool content_size)
 {
@@ -1482,7 +1601,9 @@ int main(void)
     tcase_add_test(tc, ic_flatc_repo);
     tcase_add_test(tc, ic_flatc_snapshot);
     tcase_add_test(tc, ic_flatc_manifest);
+    tcase_add_test(tc, ic_threads);
     tcase_add_test(tc, ic_hostile);
+    tcase_add_test(tc, ic_shared_tables);
     tcase_add_test(tc, ic_zstd_bounds);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
