@@ -399,9 +399,6 @@ bool zf_refs_looks_like_json(const uint8_t *head, size_t n);
 zf_status zf_store_icechunk_detect_open(zf_store *inner, const zf_store_options *opts,
                                         zf_store **out, zf_err *err);
 bool zf_store_is_icechunk(const zf_store *s);
-/* The place of the store holding the repository of Icechunk store s, for a wrapper of it (the
- * disk cache) to take, before s is used. */
-zf_store **zf_store_icechunk_inner(zf_store *s);
 /* The versions of the repository of an Icechunk store s, for the hierarchy's hidden directory
  * (zf_versions in hierarchy.h): the kinds ("branches", "tags", "snapshots"); the entries of a
  * kind (a directory per branch, tag or snapshot id; and per branch a file NAME.log); a new

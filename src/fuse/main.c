@@ -657,8 +657,62 @@ static void join_sidecar_kinds(char *opts)
 /* A store of keys below a directory, URL or bucket prefix (not an archive or references). */
 static bool is_directory_store(const zf_store *s)
 {
+    if (!strcmp(s->ops->scheme, "diskcache") && s->inner) /* the store it caches */
+        s = s->inner;
     const char *k = s->ops->scheme;
     return !strcmp(k, "file") || !strcmp(k, "http") || !strcmp(k, "s3");
+}
+
+/* Open the store (wrapped in the disk cache when asked), and with icechunk the Icechunk
+ * repository it holds (*flag: it is one; without icechunk, *flag: the store is a directory
+ * store, where one could be), then the hierarchy in it (*h). *remote_url: the store's URL when
+ * remote (for messages), malloc'd; *opened: the store the hierarchy was given. Errors are left in err, printed by the caller; option errors
+ * printed here (ZF_ERR_INVALID with an empty message). */
+static zf_status open_hierarchy(const zf_options *o, const char *shown,
+                                const zf_store_options *sopts, double ttl_given, bool icechunk,
+                                zf_hierarchy_options *hopts, zf_hierarchy **h, bool *flag,
+                                char **remote_url, zf_store **opened, zf_err *err)
+{
+    zf_store *store;
+    *flag = false;
+    *remote_url = NULL;
+    zf_status st = zf_store_open(o->store, sopts, &store, err);
+    if (st != ZF_OK)
+        return st;
+    /* metadata TTL: as given, else 60 s for remote stores and Icechunk repositories (a branch
+     * follows its head), forever for local stores */
+    hopts->metadata_ttl = ttl_given >= 0 ? ttl_given : zf_store_is_remote(store) ? 60 : 0;
+    /* -o disk_cache: the remote store, wrapped (a local one is read as it is) */
+    if (!open_disk_cache(o, hopts->metadata_ttl, &store)) {
+        zf_store_close(store);
+        err->msg[0] = '\0';
+        return ZF_ERR_INVALID;
+    }
+    if (!icechunk) {
+        *flag = is_directory_store(store);
+    } else {
+        if (!is_directory_store(store)) {
+            zf_store_close(store);
+            err->msg[0] = '\0';
+            return ZF_ERR_NOT_FOUND;
+        }
+        if ((st = zf_store_icechunk_detect_open(store, sopts, &store, err)) != ZF_OK)
+            return st; /* (the store closed) */
+        if (!zf_store_is_icechunk(store)) {
+            zf_store_close(store);
+            err->msg[0] = '\0';
+            return ZF_ERR_NOT_FOUND;
+        }
+        *flag = true;
+        if (ttl_given < 0)
+            hopts->metadata_ttl = 60;
+    }
+    /* A remote failure names the store (as the user gave it, any password hidden), since the
+     * key alone ("zarr.json: connection refused") does not say where. */
+    if (zf_store_is_remote(store))
+        *remote_url = strdup(store->url);
+    *opened = store; /* the hierarchy's, if it opens */
+    return zf_hierarchy_open(store, shown, hopts, h, err);
 }
 
 /* The zf_versions of an Icechunk mount: its store's (ctx) versions. */
@@ -788,48 +842,43 @@ int main(int argc, char *argv[])
         .nvirtual_endpoints = o.nvirtual_endpoints,
         .metadata_ttl = ttl_given, .cache_bytes = hopts.cache_size / 4};
     sopts.icechunk = &icopts;
-    zf_store *store;
     zf_err err = {""};
-    zf_status st = zf_store_open(o.store, &sopts, &store, &err);
-    /* a directory (local, HTTP, S3) may hold an Icechunk repository */
-    if (st == ZF_OK && is_directory_store(store))
-        st = zf_store_icechunk_detect_open(store, &sopts, &store, &err);
-    bool icechunk = st == ZF_OK && zf_store_is_icechunk(store);
-    if (st == ZF_OK && !icechunk && (o.ref || o.snapshot || o.nvirtual_chunks)) {
-        fprintf(stderr, "zarrfs: -o ref, snapshot and virtual_chunks are for Icechunk "
-                "repositories; %s is not one\n", shown);
-        zf_store_close(store);
-        zf_credentials_free(&creds);
-        free(netrc);
-        goto out;
+    hopts.io_threads = sopts.max_connections;
+    /* The store as a Zarr hierarchy; failing that, a directory store as an Icechunk repository
+     * (probed only then: a Zarr store costs no request more). */
+    bool icechunk = false, directory = false;
+    char *remote_url = NULL;
+    zf_store *store = NULL;
+    zf_status st = open_hierarchy(&o, shown, &sopts, ttl_given, false, &hopts, &h, &directory,
+                                  &remote_url, &store, &err);
+    if (st == ZF_ERR_NOT_FOUND && directory) {
+        zf_err ierr = {""};
+        char *url2 = NULL;
+        zf_status ist = open_hierarchy(&o, shown, &sopts, ttl_given, true, &hopts, &h, &icechunk,
+                                       &url2, &store, &ierr);
+        /* a repository, even one that failed to open: its answer, not the first one's */
+        if (icechunk || ist != ZF_ERR_NOT_FOUND || ierr.msg[0]) {
+            st = ist;
+            err = ierr;
+            free(remote_url);
+            remote_url = url2;
+        } else {
+            free(url2);
+        }
     }
     zf_credentials_free(&creds); /* every store opened has its copy */
     free(netrc);
-    hopts.io_threads = sopts.max_connections;
-    /* metadata TTL: as given, else 60 s for remote stores and Icechunk repositories (a branch
-     * follows its head), forever for local stores */
-    if (st == ZF_OK)
-        hopts.metadata_ttl = ttl_given >= 0 ? ttl_given
-                             : zf_store_is_remote(store) || icechunk ? 60 : 0;
-    /* -o disk_cache: the remote store, wrapped (a local one is read as it is); of an Icechunk
-     * repository, the store holding it */
-    if (st == ZF_OK &&
-        !open_disk_cache(&o, hopts.metadata_ttl, icechunk ? zf_store_icechunk_inner(store) : &store)) {
-        zf_store_close(store);
+    if (st == ZF_OK && !icechunk && (o.ref || o.snapshot || o.nvirtual_chunks)) {
+        fprintf(stderr, "zarrfs: -o ref, snapshot and virtual_chunks are for Icechunk "
+                "repositories; %s is not one\n", shown);
+        free(remote_url);
         goto out;
     }
-    /* A remote failure names the store (as the user gave it, any password hidden), since the
-     * key alone ("zarr.json: connection refused") does not say where. */
-    char *remote_url = NULL;
-    if (st == ZF_OK && zf_store_is_remote(store))
-        remote_url = strdup(store->url);
-    if (st == ZF_OK)
-        st = zf_hierarchy_open(store, shown, &hopts, &h, &err);
     if (st != ZF_OK) {
         const char *msg = err.msg[0] ? err.msg : zf_status_str(st);
         if (remote_url && st == ZF_ERR_IO)
             fprintf(stderr, "zarrfs: %s: %s\n", remote_url, msg);
-        else
+        else if (st != ZF_ERR_INVALID || msg[0])
             fprintf(stderr, "zarrfs: %s\n", msg);
         free(remote_url);
         goto out;

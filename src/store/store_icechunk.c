@@ -1132,8 +1132,6 @@ static const zf_store_ops icechunk_ops = {
 
 bool zf_store_is_icechunk(const zf_store *s) { return s && s->ops == &icechunk_ops; }
 
-zf_store **zf_store_icechunk_inner(zf_store *s) { return &((ic_store *)s)->repo->inner; }
-
 /* ---- opening --------------------------------------------------------------------------------- */
 
 /* A new store of repo r at (at, name) showing snapshot id (NULL: resolve the head now). */
