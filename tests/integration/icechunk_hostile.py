@@ -359,8 +359,9 @@ def ref_to_missing_snapshot(good, out, branch="main", mode="delete", schema_dir=
 
 
 def _chunk_bytes(repo, ref):
-    if "inline" in ref:
-        return bytes(ref["inline"])
+    for name in ("inline", "inline_data"):  # upstream's field name; zarrfs's schema's
+        if name in ref:
+            return bytes(ref[name])
     if "chunk_id" in ref:
         with open(os.path.join(repo, "chunks", id_text(bytes(ref["chunk_id"]["bytes"]))), "rb") as f:
             f.seek(ref.get("offset", 0))
@@ -468,7 +469,7 @@ def virtualize(good, out, array, refs, containers, branch="main", schema_dir=Non
     touched = {}
     for coords, v in refs.items():
         mid, header, man, am, ref = found[tuple(coords)]
-        for k in ("inline", "chunk_id", "compressed_location", "checksum_etag", "checksum_last_modified"):
+        for k in ("inline", "inline_data", "chunk_id", "compressed_location", "checksum_etag", "checksum_last_modified"):
             ref.pop(k, None)
         ref["location"] = v["location"]
         ref["offset"] = v["offset"]
