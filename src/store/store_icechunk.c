@@ -40,6 +40,7 @@
 #include "zarrfs/icechunk.h"
 #include "zarrfs/json.h"
 #include "zarrfs/log.h"
+#include "zarrfs/sbuf.h"
 #include "zarrfs/store.h"
 
 #include "store_impl.h"
@@ -1556,36 +1557,8 @@ zf_status zf_icechunk_open_version(zf_store *store, const char *kind, const char
     return store_new(r, branch ? AT_BRANCH : AT_TAG, name, id, out, err);
 }
 
-/* Append text to a growing buffer. */
-typedef struct tbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} tbuf;
-
-static void tb_put(tbuf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 256;
-        while (nc < b->n + n + 1)
-            nc *= 2;
-        char *p = realloc(b->p, nc);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
 /* One ancestry line: ID \t ISO 8601 UTC time \t message (\, tab, newline and CR escaped). */
-static void log_line(tbuf *b, const uint8_t id[ZF_IC_ID_LEN], uint64_t us, const char *msg)
+static void log_line(zf_sbuf *b, const uint8_t id[ZF_IC_ID_LEN], uint64_t us, const char *msg)
 {
     char text[ZF_IC_ID_TEXT_LEN + 1], when[64];
     zf_ic_id_encode(id, text);
@@ -1594,19 +1567,19 @@ static void log_line(tbuf *b, const uint8_t id[ZF_IC_ID_LEN], uint64_t us, const
     gmtime_r(&t, &tm);
     size_t w = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(when + w, sizeof when - w, ".%06uZ", (unsigned)(us % 1000000));
-    tb_put(b, text, strlen(text));
-    tb_put(b, "\t", 1);
-    tb_put(b, when, strlen(when));
-    tb_put(b, "\t", 1);
+    zf_sbuf_add(b, text, strlen(text));
+    zf_sbuf_add(b, "\t", 1);
+    zf_sbuf_add(b, when, strlen(when));
+    zf_sbuf_add(b, "\t", 1);
     for (const char *m = msg ? msg : ""; *m; m++) {
         const char *e = *m == '\\' ? "\\\\" : *m == '\t' ? "\\t" : *m == '\n' ? "\\n"
                         : *m == '\r' ? "\\r" : NULL;
         if (e)
-            tb_put(b, e, 2);
+            zf_sbuf_add(b, e, 2);
         else
-            tb_put(b, m, 1);
+            zf_sbuf_add(b, m, 1);
     }
-    tb_put(b, "\n", 1);
+    zf_sbuf_add(b, "\n", 1);
 }
 
 zf_status zf_icechunk_file(zf_store *store, const char *kind, const char *name, char **text,
@@ -1625,7 +1598,7 @@ zf_status zf_icechunk_file(zf_store *store, const char *kind, const char *name, 
     free(branch);
     if (st != ZF_OK)
         return st;
-    tbuf b = {0};
+    zf_sbuf b = {0};
     if (r->spec == 2) {
         ic_info *i;
         if ((st = repo_info(r, false, &i, err)) != ZF_OK)
@@ -1664,12 +1637,12 @@ zf_status zf_icechunk_file(zf_store *store, const char *kind, const char *name, 
     if (st == ZF_OK && b.oom)
         st = ZF_ERR_NOMEM;
     if (st != ZF_OK) {
-        free(b.p);
+        free(b.s);
         return st;
     }
-    if (!b.p && !(b.p = strdup("")))
+    if (!b.s && !(b.s = strdup("")))
         return ZF_ERR_NOMEM;
-    *text = b.p;
-    *len = b.n;
+    *text = b.s;
+    *len = b.len;
     return ZF_OK;
 }
