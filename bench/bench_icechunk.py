@@ -204,7 +204,7 @@ def plain_twin(repo, out):
             p = os.path.join(d, chunk_key(doc, ref["index"]))
             os.makedirs(os.path.dirname(p), exist_ok=True)
             with open(p, "wb") as f:
-                f.write(IH._chunk_bytes(repo, ref))
+                f.write(IH.chunk_bytes(repo, ref))
             nchunks += 1
     with open(stamp, "w") as f:
         json.dump({"snapshot": sid, "nodes": len(snap["nodes"]), "chunks": nchunks}, f)

@@ -17,6 +17,10 @@ coordinates) so a test can aim at it:
   relocate_virtual          (not a breakage) every virtual location under one URL prefix moved
                             under another, e.g. to serve a fixture's targets from 127.0.0.1
 
+The navigation helpers are for readers too (bench/bench_icechunk.py builds plain Zarr v3 copies
+of repositories with them): branch_snapshot, load and load_many (many files per zstd and flatc
+run), find_node, manifest_refs, chunk_bytes.
+
 Icechunk files (spec "Binary File Format"): a 39-byte header — 12 bytes of magic `ICE🧊CHUNK`,
 24 bytes naming the writer (right-padded with spaces), the spec version, the file type (1
 snapshot, 2 manifest, 4 transaction log, 6 repo info), the compression (0 none, 1 zstd) — then a
@@ -412,7 +416,8 @@ def ref_to_missing_snapshot(good, out, branch="main", mode="delete", schema_dir=
     return {"snapshot": new, "was": sid, "branch": branch}
 
 
-def _chunk_bytes(repo, ref):
+def chunk_bytes(repo, ref):
+    """The stored (encoded) bytes of a decoded ChunkRef: inline, or its range of chunks/ID."""
     for k in ("inline_data", "inline"):  # this repository's schema; Icechunk's
         if k in ref:
             return bytes(ref[k])
@@ -448,7 +453,7 @@ def virtual_target(good, array, chunks, target_file, branch="main", schema_dir=N
         f.write(b"virtual chunks of %s\n" % array.encode())  # so no chunk starts at 0
         off = f.tell()
         for c in chunks:
-            b = _chunk_bytes(good, refs[tuple(c)][4])
+            b = chunk_bytes(good, refs[tuple(c)][4])
             f.write(b)
             placed[tuple(c)] = (off, len(b))
             off += len(b)
