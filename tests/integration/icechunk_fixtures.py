@@ -12,6 +12,7 @@ Icechunk's local file-system storage lays it out (spec 2: `repo`, `snapshots/ID`
   commit(dir, branch, ...)      one more commit (an array grows and changes) while mounted
   big_nodes(dir, n, spec)       n nodes (groups and 4-element arrays) in one commit
   big_chunks(dir, n, spec, ...) one array of n chunks, references split over several manifests
+  load_plain(dir, plain, ...)   every key of a plain Zarr v3 directory store set through Icechunk
   cached(kind, work_dir, ...)   a big repository made once under work_dir and reused
   expected(facts, snapshot, path)  an array's values at a snapshot as a numpy array (the dtype
                                 of its zarr.json, little-endian: zarrfs's flat encoding)
@@ -117,6 +118,16 @@ def big_chunks(dir_, n=100000, spec=2, split=None, inline_threshold=512):
     args = ["big", dir_, "--spec", spec, "--chunks", n, "--inline-threshold", inline_threshold]
     if split:
         args += ["--split", split]
+    return json.loads(_run(args).strip().splitlines()[-1])
+
+
+def load_plain(dir_, plain_dir, spec=2, inline_threshold=None):
+    """A repository holding the keys of the plain Zarr v3 directory store plain_dir (its
+    zarr.json documents and chunk files, set through Icechunk's store as a Zarr library would)
+    in one commit on main; returns what the writer printed."""
+    args = ["load", dir_, "--spec", spec, "--from", plain_dir]
+    if inline_threshold is not None:
+        args += ["--inline-threshold", inline_threshold]
     return json.loads(_run(args).strip().splitlines()[-1])
 
 

@@ -17,6 +17,10 @@ coordinates) so a test can aim at it:
   relocate_virtual          (not a breakage) every virtual location under one URL prefix moved
                             under another, e.g. to serve a fixture's targets from 127.0.0.1
 
+The navigation helpers are for readers too (bench/bench_icechunk.py builds plain Zarr v3 copies
+of repositories with them): branch_snapshot, load and load_many (many files per zstd and flatc
+run), find_node, manifest_refs, chunk_bytes.
+
 Icechunk files (spec "Binary File Format"): a 39-byte header — 12 bytes of magic `ICE🧊CHUNK`,
 24 bytes naming the writer (right-padded with spaces), the spec version, the file type (1
 snapshot, 2 manifest, 4 transaction log, 6 repo info), the compression (0 none, 1 zstd) — then a
@@ -105,6 +109,35 @@ def read_object(path):
     return header, payload
 
 
+def read_objects(paths, batch=1000):
+    """read_object() of many files, with one zstd run per `batch` of compressed payloads."""
+    out = [None] * len(paths)
+    todo = []
+    for i, p in enumerate(paths):
+        with open(p, "rb") as f:
+            data = f.read()
+        if len(data) < HEADER_LEN or data[:12] != MAGIC:
+            raise ValueError("%s: not an Icechunk file" % p)
+        out[i] = (data[:HEADER_LEN], data[HEADER_LEN:])
+        if data[38] == 1:
+            todo.append(i)
+    for b0 in range(0, len(todo), batch):
+        with tempfile.TemporaryDirectory() as tmp:
+            names = []
+            for i in todo[b0:b0 + batch]:
+                names.append("p%d.zst" % i)
+                with open(os.path.join(tmp, names[-1]), "wb") as f:
+                    f.write(out[i][1])
+            r = subprocess.run(["zstd", "-q", "-d", "--rm"] + names, cwd=tmp, capture_output=True,
+                               timeout=600)
+            if r.returncode != 0:
+                raise RuntimeError("zstd failed: %s" % r.stderr.decode(errors="replace"))
+            for i in todo[b0:b0 + batch]:
+                with open(os.path.join(tmp, "p%d" % i), "rb") as f:
+                    out[i] = (out[i][0], f.read())
+    return out
+
+
 def write_object(path, header, payload):
     """Write header + payload, compressed as the header's compression byte says."""
     if header[38] == 1:
@@ -164,6 +197,24 @@ class Schema:
                          "--root-type", qname, "-o", tmp, schema, "--", "in.bin"], tmp)
             with open(os.path.join(tmp, "in.json"), encoding="utf-8") as f:
                 return json.load(f)
+
+    def decode_many(self, table, payloads, batch=1000):
+        """decode() of many payloads of one table, with one flatc run per `batch` of them."""
+        schema, qname = self._schema_for(table)
+        out = []
+        for b0 in range(0, len(payloads), batch):
+            with tempfile.TemporaryDirectory() as tmp:
+                names = []
+                for i, p in enumerate(payloads[b0:b0 + batch]):
+                    names.append("p%d.bin" % i)
+                    with open(os.path.join(tmp, names[-1]), "wb") as f:
+                        f.write(p)
+                self._flatc(["--json", "--raw-binary", "--strict-json", "-I", self.dir,
+                             "--root-type", qname, "-o", tmp, schema, "--"] + names, tmp)
+                for n in names:
+                    with open(os.path.join(tmp, n[:-4] + ".json"), encoding="utf-8") as f:
+                        out.append(json.load(f))
+        return out
 
     def encode(self, table, obj):
         schema, qname = self._schema_for(table)
@@ -228,6 +279,13 @@ def load(repo, kind, ident, schema):
     table = {"snapshots": "Snapshot", "manifests": "Manifest"}[kind]
     header, payload = read_object(os.path.join(repo, kind, ident))
     return header, schema.decode(table, payload)
+
+
+def load_many(repo, kind, idents, schema):
+    """{id: decoded table} of many snapshots/ID or manifests/ID (read_objects, decode_many)."""
+    table = {"snapshots": "Snapshot", "manifests": "Manifest"}[kind]
+    objs = read_objects([os.path.join(repo, kind, i) for i in idents])
+    return dict(zip(idents, schema.decode_many(table, [p for _h, p in objs])))
 
 
 def store(repo, kind, ident, header, obj, schema):
@@ -358,10 +416,11 @@ def ref_to_missing_snapshot(good, out, branch="main", mode="delete", schema_dir=
     return {"snapshot": new, "was": sid, "branch": branch}
 
 
-def _chunk_bytes(repo, ref):
-    for name in ("inline", "inline_data"):  # upstream's field name; zarrfs's schema's
-        if name in ref:
-            return bytes(ref[name])
+def chunk_bytes(repo, ref):
+    """The stored (encoded) bytes of a decoded ChunkRef: inline, or its range of chunks/ID."""
+    for k in ("inline_data", "inline"):  # this repository's schema; Icechunk's
+        if k in ref:
+            return bytes(ref[k])
     if "chunk_id" in ref:
         with open(os.path.join(repo, "chunks", id_text(bytes(ref["chunk_id"]["bytes"]))), "rb") as f:
             f.seek(ref.get("offset", 0))
@@ -394,7 +453,7 @@ def virtual_target(good, array, chunks, target_file, branch="main", schema_dir=N
         f.write(b"virtual chunks of %s\n" % array.encode())  # so no chunk starts at 0
         off = f.tell()
         for c in chunks:
-            b = _chunk_bytes(good, refs[tuple(c)][4])
+            b = chunk_bytes(good, refs[tuple(c)][4])
             f.write(b)
             placed[tuple(c)] = (off, len(b))
             off += len(b)

@@ -244,7 +244,7 @@ class Hostile(unittest.TestCase):
                     for mid, _ in H.manifest_refs(node):
                         for am in H.load(d, "manifests", mid, self.schema)[1]["arrays"]:
                             if am["node_id"] == node["id"]:
-                                kinds.update({(path, tuple(r["index"])): "inline" if "inline" in r or "inline_data" in r else "native"
+                                kinds.update({(path, tuple(r["index"])): "inline" if "inline_data" in r or "inline" in r else "native"
                                               for r in am["refs"]})
                 self.assertEqual(set(k for (p, _), k in kinds.items() if p == "/grid/temperature"), {"native"})
                 self.assertEqual(set(k for (p, _), k in kinds.items() if p == "/grid/counts"), {"inline"})

@@ -12,7 +12,9 @@ tag, deleted tags and branches, every array's values at every snapshot):
   .icechunk/branches/main, and main.log gains its line;
 * hostile copies (icechunk_hostile.py): bad magic in the head snapshot and a ref naming a
   missing snapshot refuse the mount; a truncated manifest and two manifests whose extents
-  overlap fail the reads they serve with EIO (logged) while the rest reads; a spec-1 ref.json
+  overlap fail the reads they serve with EIO (logged) while the rest reads (the rows of chunks
+  held by one manifest, last first; and every row of the good copy, whose /grid/temperature
+  has one manifest per row, last first); a spec-1 ref.json
   naming an id of the wrong length refuses the mount;
 * virtual chunks (references made by icechunk_hostile.virtualize, which Icechunk itself reads
   back): an HTTP container served by nginx, authorised, reads the right bytes; with an ETag
@@ -61,6 +63,14 @@ def tearDownModule():
 def read(path):
     with open(path, "rb") as f:
         return f.read()
+
+
+def pread(path, n, off):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return zfmount.pread_full(fd, n, off)
+    finally:
+        os.close(fd)
 
 
 def iso(us):
@@ -212,9 +222,31 @@ class Written(zfmount.TestCase, Checks):
                         read(m.path("grid", other))  # siblings keep reading
             out = os.path.join(WORK, "overlap-%d" % spec)
             info = ich.overlapping_manifests(good, out, schema_dir=SCHEMA_DIR)
-            with zfmount.Mount(out, label="icw-overlap") as m:
+            facts = REPOS[spec][1]
+            want = icf.expected(facts, facts["branches"]["main"]["head"], "/grid/temperature")
+            chunk_rows = (facts["snapshots"][facts["branches"]["main"]["head"]]["nodes"]
+                          ["/grid/temperature"]["zarr_json"]["chunk_grid"]["configuration"]
+                          ["chunk_shape"][0])
+            row_bytes = want[0].nbytes
+            # direct_io: each pread reaches the daemon as it is (not as whole pages of the file)
+            with zfmount.Mount(out, options=["direct_io"], label="icw-overlap") as m:
                 self.assertErrno(errno.EIO, read, m.path("grid", "temperature"))
                 self.assertIn("overlap", m.stderr_text())
+                # the rows of chunks held by one manifest only still read, last first
+                twice = range(*info["covered_twice"][0])
+                once = [i for i in range(-(-want.shape[0] // chunk_rows)) if i not in twice]
+                self.assertTrue(once)
+                for i in reversed(once):
+                    rows = want[i * chunk_rows:(i + 1) * chunk_rows]
+                    self.assertEqual(pread(m.path("grid", "temperature"), rows.nbytes,
+                                           i * chunk_rows * row_bytes), rows.tobytes())
+            with zfmount.Mount(good, options=["direct_io"], label="icw-manifests") as m:
+                # one manifest per row of chunks: each row's chunks read last first, so the
+                # lookup among the array's manifests starts away from the one that held the last
+                for i in reversed(range(-(-want.shape[0] // chunk_rows))):
+                    rows = want[i * chunk_rows:(i + 1) * chunk_rows]
+                    self.assertEqual(pread(m.path("grid", "temperature"), rows.nbytes,
+                                           i * chunk_rows * row_bytes), rows.tobytes())
             if spec == 1:
                 out = os.path.join(WORK, "short-id")
                 ich.ref_id_wrong_length(good, out)

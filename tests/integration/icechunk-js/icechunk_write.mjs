@@ -9,6 +9,7 @@
 //   node icechunk_write.mjs facts DIR [--facts FILE] [--no-values] [--virtual URL_PREFIX=DIR]
 //   node icechunk_write.mjs big DIR [--spec 1|2] --nodes N
 //   node icechunk_write.mjs big DIR [--spec 1|2] --chunks N [--split N] [--inline-threshold B]
+//   node icechunk_write.mjs load DIR --from PLAIN_DIR [--spec 1|2] [--inline-threshold B]
 //
 // history: a repository with several commits on main, a branch from an older commit with a
 // commit of its own, a branch reset to an older commit, a deleted branch, tags and a deleted
@@ -26,6 +27,12 @@
 // chunk a native chunk file), whose references Icechunk splits into manifests of --split
 // (default N/8) chunks each. Both print one JSON line of facts (snapshot, nodes, chunks,
 // manifest files, seconds taken).
+//
+// load --from PLAIN_DIR: every file of a plain Zarr v3 directory store set as the key of its
+// relative path (`zarr.json` documents first, shallowest first; then the chunks, encoded as they
+// are in the files), in one commit — what a Zarr library writing through Icechunk's store does.
+// Chunks of fewer bytes than --inline-threshold (default Icechunk's) are inline, the others
+// chunk files. Prints one JSON line of facts (snapshot, keys, bytes, manifest files, seconds).
 
 import * as fs from "node:fs";
 import * as zarr from "zarrita";
@@ -490,13 +497,49 @@ async function bigChunks(dir, spec, n, split, threshold) {
 		...manifestSummary(manifests), seconds: (performance.now() - t0) / 1000 };
 }
 
+function plainFiles(dir, rel, out) {
+	for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+		if (e.name.startsWith(".")) continue; // stamps and the like: not keys of the store
+		const r = rel ? `${rel}/${e.name}` : e.name;
+		if (e.isDirectory()) plainFiles(`${dir}/${e.name}`, r, out);
+		else if (e.isFile()) out.push(r);
+	}
+	return out;
+}
+
+async function loadPlain(dir, spec, from, threshold) {
+	mustBeEmpty(dir);
+	const t0 = performance.now();
+	const config = threshold === undefined ? {} : { inlineChunkThresholdBytes: threshold };
+	const repo = await Repository.create(fsStorage(dir), config, spec);
+	const s = await repo.writableSession("main");
+	const st = s.store;
+	const keys = plainFiles(from, "", []);
+	const isDoc = (k) => k === "zarr.json" || k.endsWith("/zarr.json");
+	const docs = keys.filter(isDoc).sort((a, b) => a.split("/").length - b.split("/").length || (a < b ? -1 : 1));
+	for (const k of docs) await st.set(k, fs.readFileSync(`${from}/${k}`));
+	let bytes = 0;
+	const chunks = keys.filter((k) => !isDoc(k)).sort();
+	for (let i = 0; i < chunks.length; i += 16) {
+		await Promise.all(chunks.slice(i, i + 16).map((k) => {
+			const b = fs.readFileSync(`${from}/${k}`);
+			bytes += b.length;
+			return st.set(k, b);
+		}));
+	}
+	const id = await s.commit(`${chunks.length} chunks of ${from}`);
+	return { snapshot: id, spec_version: spec, nodes: docs.length, chunks: chunks.length,
+		chunk_bytes: bytes, inline_threshold: threshold ?? null,
+		...manifestSummary(await repo.lookupManifestFiles(id)), seconds: (performance.now() - t0) / 1000 };
+}
+
 // ---------------------------------------------------------------------------------------------
 
 async function main() {
 	const [cmd, ...rest] = process.argv.slice(2);
 	const { pos, opt } = parseArgs(rest);
 	const dir = pos[0];
-	if (!cmd || !dir) die("usage: icechunk_write.mjs history|commit|facts|big DIR [options] (see the header)");
+	if (!cmd || !dir) die("usage: icechunk_write.mjs history|commit|facts|big|load DIR [options] (see the header)");
 	if (cmd === "history") {
 		const f = await history(dir, specOf(opt));
 		writeFacts(f, opt.facts ?? `${dir.replace(/\/+$/, "")}.facts.json`);
@@ -516,6 +559,10 @@ async function main() {
 			console.log(JSON.stringify(await bigChunks(dir, specOf(opt), n,
 				Number(opt.split ?? Math.ceil(n / 8)), Number(opt["inline-threshold"] ?? 512))));
 		} else die("big needs --nodes N or --chunks N");
+	} else if (cmd === "load") {
+		if (!opt.from) die("load needs --from PLAIN_DIR");
+		const t = opt["inline-threshold"];
+		console.log(JSON.stringify(await loadPlain(dir, specOf(opt), opt.from, t === undefined ? undefined : Number(t))));
 	} else die(`unknown command ${cmd}`);
 }
 
