@@ -661,7 +661,7 @@ static ic_extents *extents_locked(ic_repo *r, ic_obj *so, size_t idx, zf_status 
     e->ndim = nd.ndim;
     atomic_init(&e->hint, 0);
     zf_ic_manifest_ref mr;
-    for (size_t j = 0; j < e->n && !e->slow; j++) {
+    for (size_t j = 0; j < e->n && !e->slow && nd.ndim; j++) { /* (a 0-d array: no boxes) */
         zf_ic_snapshot_manifest_ref(s, idx, j, &mr);
         if (mr.ndim != nd.ndim) {
             e->slow = true;
