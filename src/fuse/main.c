@@ -144,7 +144,7 @@ static void usage(const char *prog)
            "    -o write_empty_chunks  store chunks holding only the fill value (default:\n"
            "                           erase them)\n"
            "    -o allow_delete        let unlink delete arrays (default: EPERM)\n"
-           "\nIcechunk repositories (read-only; other versions under STORE/.icechunk/):\n"
+           "\nIcechunk repositories (read-only; every version under MOUNTPOINT/.icechunk/):\n"
            "    -o ref=NAME            show branch or tag NAME (default: branch main, whose\n"
            "                           new commits show after metadata_ttl, default 60)\n"
            "    -o snapshot=ID         show one snapshot (default: branch main)\n"
