@@ -124,6 +124,9 @@ struct zf_store_stats {
 };
 typedef struct zf_store_stats zf_store_stats;
 void zf_store_get_stats(zf_store *s, zf_store_stats *out);
+/* Add the statistics of s (zf_store_get_stats) to *sum: the traffic of a store that reads
+ * through others. */
+void zf_store_stats_add(zf_store_stats *sum, zf_store *s);
 /* For backends: one more retry of a request. */
 void zf_store_count_retry(zf_store *s);
 

@@ -769,14 +769,7 @@ void zf_h_versions_store_stats(zf_hierarchy *h, zf_store_stats *s)
     for (size_t i = 1; i < vs->nslots; i++) {
         if (!vs->slots[i]->h)
             continue;
-        zf_store_stats one;
-        zf_store_get_stats(vs->slots[i]->h->store, &one);
-        s->requests += one.requests;
-        s->bytes += one.bytes;
-        s->errors += one.errors;
-        s->retries += one.retries;
-        s->writes += one.writes;
-        s->bytes_written += one.bytes_written;
+        zf_store_stats_add(s, vs->slots[i]->h->store);
     }
     pthread_mutex_unlock(&vs->mu);
 }

@@ -315,6 +315,18 @@ void zf_store_get_stats(zf_store *s, zf_store_stats *out)
                             .writes = writes, .bytes_written = s->n_bytes_written};
 }
 
+void zf_store_stats_add(zf_store_stats *sum, zf_store *s)
+{
+    zf_store_stats one;
+    zf_store_get_stats(s, &one);
+    sum->requests += one.requests;
+    sum->bytes += one.bytes;
+    sum->errors += one.errors;
+    sum->retries += one.retries;
+    sum->writes += one.writes;
+    sum->bytes_written += one.bytes_written;
+}
+
 void zf_store_count_retry(zf_store *s) { s->n_retries++; }
 
 /* Count the outcome of one request that ended with st (and returned out's bytes on success). */

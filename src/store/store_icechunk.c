@@ -121,6 +121,8 @@ typedef struct ic_store {
     ic_obj *cur;    /* the snapshot shown (a reference held) */
     double checked; /* monotonic time its head was last resolved */
     bool head_failed_logged;
+    bool version; /* opened by zf_icechunk_open_version: shares the traffic of the repository,
+                     which the mount's store reports (the hierarchy adds its versions' up) */
 } ic_store;
 
 static double mono_now(void)
@@ -1247,19 +1249,16 @@ static void ic_destroy(zf_store *st_)
 /* What reached the repository's store and the virtual chunks' stores. */
 static void ic_traffic(zf_store *st_, zf_store_stats *out)
 {
-    ic_repo *r = ((ic_store *)st_)->repo;
+    ic_store *s = (ic_store *)st_;
+    ic_repo *r = s->repo;
+    *out = (zf_store_stats){0};
+    if (s->version) /* the repository's traffic is the store it was opened from's */
+        return;
     zf_store_get_stats(r->inner, out);
     pthread_mutex_lock(&r->mu);
-    for (size_t i = 0; i < r->config.n; i++) {
-        if (!r->vstores[i].store)
-            continue;
-        zf_store_stats t;
-        zf_store_get_stats(r->vstores[i].store, &t);
-        out->requests += t.requests;
-        out->bytes += t.bytes;
-        out->errors += t.errors;
-        out->retries += t.retries;
-    }
+    for (size_t i = 0; i < r->config.n; i++)
+        if (r->vstores[i].store)
+            zf_store_stats_add(out, r->vstores[i].store);
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -1658,6 +1657,16 @@ zf_status zf_icechunk_list(zf_store *store, const char *kind, zf_store_listing *
     return st;
 }
 
+/* store_new for a version of the mount's repository (its traffic counted by the mount's). */
+static zf_status version_new(ic_repo *r, int at, const char *name, const uint8_t *id,
+                             zf_store **out, zf_err *err)
+{
+    zf_status st = store_new(r, at, name, id, out, err);
+    if (st == ZF_OK)
+        ((ic_store *)*out)->version = true;
+    return st;
+}
+
 zf_status zf_icechunk_open_version(zf_store *store, const char *kind, const char *name,
                                    zf_store **out, zf_err *err)
 {
@@ -1689,7 +1698,7 @@ zf_status zf_icechunk_open_version(zf_store *store, const char *kind, const char
             if (st != ZF_OK)
                 return st;
         }
-        return store_new(r, AT_SNAPSHOT, NULL, id, out, err);
+        return version_new(r, AT_SNAPSHOT, NULL, id, out, err);
     }
     bool branch = !strcmp(kind, "branches");
     if (!branch && strcmp(kind, "tags") != 0)
@@ -1698,7 +1707,7 @@ zf_status zf_icechunk_open_version(zf_store *store, const char *kind, const char
     zf_status st = resolve_head(&probe, false, id, err);
     if (st != ZF_OK)
         return st;
-    return store_new(r, branch ? AT_BRANCH : AT_TAG, name, id, out, err);
+    return version_new(r, branch ? AT_BRANCH : AT_TAG, name, id, out, err);
 }
 
 /* One ancestry line: ID \t ISO 8601 UTC time \t message (\, tab, newline and CR escaped). */

@@ -979,16 +979,9 @@ static void rs_traffic(zf_store *s, zf_store_stats *out)
 {
     refs_store *r = (refs_store *)s;
     *out = (zf_store_stats){0};
-    for (size_t i = 0; i < r->nb; i++) {
-        zf_store_stats t;
-        if (!r->bases[i].store)
-            continue;
-        zf_store_get_stats(r->bases[i].store, &t);
-        out->requests += t.requests;
-        out->bytes += t.bytes;
-        out->errors += t.errors;
-        out->retries += t.retries;
-    }
+    for (size_t i = 0; i < r->nb; i++)
+        if (r->bases[i].store)
+            zf_store_stats_add(out, r->bases[i].store);
 }
 
 static const zf_store_ops refs_ops = {

@@ -305,8 +305,16 @@ class Remote(zfmount.TestCase, Checks):
         for name in TEST_REPOS:
             with zfmount.Mount(self.ng.url(name), options=["retries=1"],
                                label="ic-http-" + name) as m:
+                mark = self.ng.access_mark()
+                with open(m.path(".zarrfs-stats")) as f:
+                    before = json.load(f)["store"]["requests"]
                 self.check_main_head(m.mnt, virtual_ok=False)
                 self.check_history(m.mnt)
+                # .zarrfs-stats counts the requests of the mount and of its versions (which share
+                # the repository's store) once each, as nginx saw them
+                with open(m.path(".zarrfs-stats")) as f:
+                    after = json.load(f)["store"]["requests"]
+                self.assertEqual(after - before, len(self.ng.access_entries(mark)))
             log("  %s over HTTP: as stated" % name)
         for name in SPLIT_REPOS:
             with zfmount.Mount(self.ng.url(name), options=["retries=1"]) as m:
