@@ -1368,18 +1368,6 @@ static zf_status detect(zf_store *inner, int *spec, zf_err *err)
     return ZF_OK;
 }
 
-static zf_status copy_list(const char *const *src, size_t n, char ***dst, bool slash)
-{
-    if (!n)
-        return ZF_OK;
-    if (!(*dst = calloc(n, sizeof **dst)))
-        return ZF_ERR_NOMEM;
-    for (size_t i = 0; i < n; i++)
-        if (!((*dst)[i] = slash ? with_slash(src[i]) : strdup(src[i])))
-            return ZF_ERR_NOMEM;
-    return ZF_OK;
-}
-
 static zf_status load_config(ic_repo *r, zf_err *err)
 {
     zf_status st;
@@ -1455,29 +1443,27 @@ zf_status zf_store_icechunk_detect_open(zf_store *inner, const zf_store_options 
     r->vopts.icechunk = NULL;
     if (st == ZF_OK && !(r->url = strdup(inner->url)))
         st = ZF_ERR_NOMEM;
-    if (st == ZF_OK && (st = copy_list(io->virtual_chunks, io->nvirtual_chunks, &r->authorized,
-                                       true)) == ZF_OK)
-        r->nauthorized = io->nvirtual_chunks;
-    for (size_t i = 0; st == ZF_OK && i < io->nvirtual_endpoints; i++) {
-        const char *e = io->virtual_endpoints[i];
-        const char *eq = strstr(e, "=http");
+    if (st == ZF_OK && io->nvirtual_chunks &&
+        !(r->authorized = calloc(io->nvirtual_chunks, sizeof *r->authorized)))
+        st = ZF_ERR_NOMEM;
+    for (size_t i = 0; st == ZF_OK && i < io->nvirtual_chunks; i++) /* each ending in '/' */
+        if (!(r->authorized[r->nauthorized++] = with_slash(io->virtual_chunks[i])))
+            st = ZF_ERR_NOMEM;
+    size_t ne = io->nvirtual_endpoints;
+    if (st == ZF_OK && ne &&
+        (!(r->endpoint_prefix = calloc(ne, sizeof *r->endpoint_prefix)) ||
+         !(r->endpoint_url = calloc(ne, sizeof *r->endpoint_url))))
+        st = ZF_ERR_NOMEM;
+    for (size_t i = 0; st == ZF_OK && i < ne; i++) { /* PREFIX=URL */
+        const char *e = io->virtual_endpoints[i], *eq = strstr(e, "=http");
         if (!eq) {
             st = zf_fail(err, ZF_ERR_INVALID, "virtual_endpoint=%s: expected PREFIX=URL", e);
             break;
         }
-        char **p = realloc(r->endpoint_prefix, (i + 1) * sizeof *p);
-        if (p)
-            r->endpoint_prefix = p;
-        char **u = p ? realloc(r->endpoint_url, (i + 1) * sizeof *u) : NULL;
-        if (u)
-            r->endpoint_url = u;
-        if (!p || !u || !(p[i] = strndup(e, (size_t)(eq - e))) || !(u[i] = strdup(eq + 1))) {
-            if (p && u && p[i])
-                free(p[i]);
+        r->nendpoints = i + 1; /* freed with the repository, whatever follows */
+        if (!(r->endpoint_prefix[i] = strndup(e, (size_t)(eq - e))) ||
+            !(r->endpoint_url[i] = strdup(eq + 1)))
             st = ZF_ERR_NOMEM;
-            break;
-        }
-        r->nendpoints = i + 1;
     }
     if (st == ZF_OK)
         st = load_config(r, err);
