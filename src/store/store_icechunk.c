@@ -402,33 +402,38 @@ static zf_status read_ref_json(ic_repo *r, const char *kind, const char *name,
     return st;
 }
 
-/* The snapshot id a store shows now: its snapshot, or its branch's or tag's target. */
-static zf_status resolve_head(ic_store *s, bool fresh, uint8_t id[ZF_IC_ID_LEN], zf_err *err)
+/* The snapshot id of branch (tag false) or tag `name`; with fresh, from the repo info read now
+ * (spec 2). */
+static zf_status resolve_ref(ic_repo *r, bool tag, const char *name, bool fresh,
+                             uint8_t id[ZF_IC_ID_LEN], zf_err *err)
 {
-    ic_repo *r = s->repo;
-    if (s->at == AT_SNAPSHOT) {
-        zf_ic_snapshot_head h;
-        zf_ic_snapshot_get_head(s->cur->p, &h);
-        memcpy(id, h.id, ZF_IC_ID_LEN);
-        return ZF_OK;
-    }
-    bool tag = s->at == AT_TAG;
     if (r->spec == 1)
-        return read_ref_json(r, tag ? "tag" : "branch", s->name, id, err);
+        return read_ref_json(r, tag ? "tag" : "branch", name, id, err);
     ic_info *i;
     zf_status st = repo_info(r, fresh, &i, err);
     if (st != ZF_OK)
         return st;
     size_t idx;
-    if (zf_ic_repo_lookup_ref(i->r, tag, s->name, &idx)) {
+    if (zf_ic_repo_lookup_ref(i->r, tag, name, &idx)) {
         zf_ic_snapshot_info si;
         zf_ic_repo_snapshot(i->r, idx, &si);
         memcpy(id, si.id, ZF_IC_ID_LEN);
     } else {
-        st = zf_fail(err, ZF_ERR_NOT_FOUND, "no %s \"%s\"", tag ? "tag" : "branch", s->name);
+        st = zf_fail(err, ZF_ERR_NOT_FOUND, "no %s \"%s\"", tag ? "tag" : "branch", name);
     }
     info_release(i);
     return st;
+}
+
+/* The snapshot id a store shows now: its snapshot, or its branch's or tag's target. */
+static zf_status resolve_head(ic_store *s, bool fresh, uint8_t id[ZF_IC_ID_LEN], zf_err *err)
+{
+    if (s->at != AT_SNAPSHOT)
+        return resolve_ref(s->repo, s->at == AT_TAG, s->name, fresh, id, err);
+    zf_ic_snapshot_head h;
+    zf_ic_snapshot_get_head(s->cur->p, &h);
+    memcpy(id, h.id, ZF_IC_ID_LEN);
+    return ZF_OK;
 }
 
 /* The snapshot the store shows (a reference the caller releases): for a branch, its head as
@@ -1483,11 +1488,9 @@ zf_status zf_store_icechunk_detect_open(zf_store *inner, const zf_store_options 
     } else if (st == ZF_OK && io->ref) {
         name = io->ref;
         /* a branch of that name, else a tag */
-        ic_store probe = {.repo = r, .at = AT_BRANCH, .name = (char *)name};
         zf_err perr;
-        if (resolve_head(&probe, false, id, &perr) != ZF_OK) {
-            probe.at = AT_TAG;
-            if (resolve_head(&probe, false, id, &perr) == ZF_OK)
+        if (resolve_ref(r, false, name, false, id, &perr) != ZF_OK) {
+            if (resolve_ref(r, true, name, false, id, &perr) == ZF_OK)
                 at = AT_TAG;
             else
                 st = zf_fail(err, ZF_ERR_NOT_FOUND, "-o ref=%s: no branch or tag of that name",
@@ -1689,8 +1692,7 @@ zf_status zf_icechunk_open_version(zf_store *store, const char *kind, const char
     bool branch = !strcmp(kind, "branches");
     if (!branch && strcmp(kind, "tags") != 0)
         return ZF_ERR_NOT_FOUND;
-    ic_store probe = {.repo = r, .at = branch ? AT_BRANCH : AT_TAG, .name = (char *)name};
-    zf_status st = resolve_head(&probe, false, id, err);
+    zf_status st = resolve_ref(r, !branch, name, false, id, err);
     if (st != ZF_OK)
         return st;
     return version_new(r, branch ? AT_BRANCH : AT_TAG, name, id, out, err);
@@ -1731,9 +1733,8 @@ zf_status zf_icechunk_file(zf_store *store, const char *kind, const char *name, 
     char *branch = strndup(name, nl - 4);
     if (!branch)
         return ZF_ERR_NOMEM;
-    ic_store probe = {.repo = r, .at = AT_BRANCH, .name = branch};
     uint8_t id[ZF_IC_ID_LEN];
-    zf_status st = resolve_head(&probe, false, id, err);
+    zf_status st = resolve_ref(r, false, branch, false, id, err);
     free(branch);
     if (st != ZF_OK)
         return st;
