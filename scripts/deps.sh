@@ -12,8 +12,9 @@
 # with numcodecs through python3-zfpy and v3 zfp chunks with the zfp command (zfp). Icechunk's
 # reader is C++ over code flatc generates at build time (g++, flatbuffers-compiler,
 # libflatbuffers-dev) and reads spec 1's config.yaml with libyaml (libyaml-dev).
+# The GCS and Azure stores sign with OpenSSL's libcrypto (libssl-dev).
 # tests/integration/icechunk_hostile.py re-encodes Icechunk files with flatc and the zstd command.
-ZF_DEPS="meson ninja-build pkg-config gcc g++ flatbuffers-compiler libflatbuffers-dev libyaml-dev libfuse3-dev fuse3 libyajl-dev zlib1g-dev libdeflate-dev liblz4-dev
+ZF_DEPS="meson ninja-build pkg-config gcc g++ flatbuffers-compiler libflatbuffers-dev libyaml-dev libssl-dev libfuse3-dev fuse3 libyajl-dev zlib1g-dev libdeflate-dev liblz4-dev
 libzstd-dev libblosc-dev libbz2-dev liblzma-dev check python3-zarr python3-numcodecs
 python3-numpy attr groff-base man-db systemd mount util-linux libcurl4-openssl-dev libxml2-dev libzip-dev libmsgpack-dev zip python3-vtk9
 nginx-light openssl curl iproute2 python3-fsspec python3-aiohttp python3-h5py python3-netcdf4 python3-jinja2

@@ -26,6 +26,7 @@ typedef enum zf_status {
     ZF_ERR_CONFLICT,    /* a conditional write found the value changed by another writer */
     ZF_ERR_NO_SPACE,    /* the store has no room left for a write (ENOSPC, EDQUOT) */
     ZF_ERR_TOO_LARGE,   /* a value larger than the bound its reader set (zf_store_get_bounded) */
+    ZF_ERR_ACCESS,      /* the store refused the credentials (HTTP 401/403 of GCS, Azure) */
 } zf_status;
 
 /* One line explaining the last failure; msg[0] == '\0' when nothing was said. */

@@ -141,11 +141,17 @@ typedef struct zf_store_options {
     unsigned retries;         /* retries=N: retries of a failed request (default 5) */
     double timeout;           /* timeout=SECONDS: per request, connect included (default 30) */
     unsigned max_connections; /* max_connections=N: concurrent requests (default 16) */
-    const char *endpoint;     /* S3 endpoint=URL (default https://s3.REGION.amazonaws.com); a
-                                 custom endpoint is addressed path-style, AWS virtual-host style */
+    const char *endpoint;     /* endpoint=URL. S3: default https://s3.REGION.amazonaws.com; a
+                                 custom endpoint is addressed path-style, AWS virtual-host style.
+                                 Azure: the account's blob endpoint (default
+                                 https://ACCOUNT.blob.core.windows.net; Azurite
+                                 http://127.0.0.1:10000/devstoreaccount1). GCS: the API's base
+                                 URL (default https://storage.googleapis.com) */
+    const char *account;      /* Azure account=NAME (default: the URL's, the credentials file's,
+                                 $AZURE_STORAGE_ACCOUNT_NAME) */
     const char *region;       /* S3 region=R (default $AWS_REGION, $AWS_DEFAULT_REGION, us-east-1) */
     const char *profile;      /* S3 profile=P in ~/.aws/credentials (default $AWS_PROFILE, default) */
-    bool anonymous;           /* S3 anonymous: unsigned requests (public buckets) */
+    bool anonymous;           /* S3, GCS, Azure anonymous: unsigned requests (public data) */
     /* credentials=FILE, loaded with zf_credentials_load (NULL: none). Its S3 keys are used
      * before the environment's and the profiles'; its http_user/http_password or bearer_token
      * before the user:password of the URL, and only for HTTP(S) stores of the same origin
@@ -207,7 +213,12 @@ char *zf_url_redact(const char *url);
 typedef struct zf_credentials {
     char *aws_access_key_id, *aws_secret_access_key, *aws_session_token; /* S3 */
     char *http_user, *http_password; /* HTTP Basic authentication */
-    char *bearer_token;              /* HTTP "Authorization: Bearer TOKEN" */
+    char *bearer_token;              /* HTTP "Authorization: Bearer TOKEN" (Azure too) */
+    /* Azure Blob: the account (else -o account, AZURE_STORAGE_ACCOUNT_NAME), its Shared Key
+     * (base64), or a SAS token (with or without its leading '?'). */
+    char *azure_storage_account_name, *azure_storage_account_key, *azure_storage_sas_token;
+    /* GCS: an OAuth2 access token, or the path of a service-account JSON key. */
+    char *google_oauth_access_token, *google_application_credentials;
 } zf_credentials;
 
 /* Read the credentials file at path into *out (zeroed first; free with zf_credentials_free, which
@@ -242,6 +253,33 @@ zf_status zf_store_http_open(const char *url, const zf_store_options *opts, zf_s
  * (access denied), retries as for HTTP. Secrets never appear in messages or logs. */
 zf_status zf_store_s3_open(const char *url, const zf_store_options *opts, zf_store **out,
                            zf_err *err);
+
+/* Google Cloud Storage at gs://BUCKET/PREFIX or https://storage.googleapis.com/BUCKET/PREFIX
+ * (store_gcs.c): the JSON API (objects.list with prefix, delimiter and pageToken; alt=media
+ * downloads with Range; media uploads conditional on ifGenerationMatch; deletes). Credentials,
+ * unless anonymous: opts->credentials' google_oauth_access_token or
+ * google_application_credentials, else $GOOGLE_OAUTH_ACCESS_TOKEN, else the service-account
+ * JSON key of $GOOGLE_APPLICATION_CREDENTIALS (an RS256 JWT exchanged for an access token,
+ * refreshed before it expires), else anonymous. opts->endpoint: the API's base URL (emulators).
+ * 404 is "not found"; a missing bucket, 401 and 403 errors naming the credential tried. */
+zf_status zf_store_gcs_open(const char *url, const zf_store_options *opts, zf_store **out,
+                            zf_err *err);
+/* True for the URLs zf_store_gcs_open serves (gs://, https://storage.googleapis.com/). */
+bool zf_store_gcs_url(const char *url);
+
+/* Azure Blob Storage at az://CONTAINER/PREFIX (account from opts->account, the credentials file
+ * or $AZURE_STORAGE_ACCOUNT_NAME), abfs[s]://CONTAINER@ACCOUNT.dfs.core.windows.net/PREFIX or
+ * https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX (store_azure.c): Get Blob with Range,
+ * List Blobs with prefix, delimiter and marker, Put Blob conditional on If-Match /
+ * If-None-Match, Delete Blob. Credentials, unless anonymous: a SAS token (the URL's query,
+ * opts->credentials' azure_storage_sas_token, $AZURE_STORAGE_SAS_TOKEN; a file's is re-read when
+ * the token expires), a Shared Key (azure_storage_account_key, $AZURE_STORAGE_ACCOUNT_KEY), a
+ * bearer token; else anonymous. opts->endpoint: the account's blob endpoint (Azurite). */
+zf_status zf_store_azure_open(const char *url, const zf_store_options *opts, zf_store **out,
+                              zf_err *err);
+/* True for the URLs zf_store_azure_open serves (az://, abfs://, abfss://,
+ * https://ACCOUNT.blob.core.windows.net/). */
+bool zf_store_azure_url(const char *url);
 
 /* Local file-system store rooted at a directory. Keys map to files below it; every open is
  * confined beneath the root (openat2 RESOLVE_BENEATH), so neither ".." nor a symbolic link can

@@ -23,6 +23,7 @@ const char *zf_status_str(zf_status st)
     case ZF_ERR_CONFLICT: return "changed by another writer";
     case ZF_ERR_NO_SPACE: return "no space left in the store";
     case ZF_ERR_TOO_LARGE: return "value too large";
+    case ZF_ERR_ACCESS: return "access denied";
     }
     return "unknown status";
 }

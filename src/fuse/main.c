@@ -35,7 +35,7 @@ typedef struct zf_options {
     /* remote stores */
     int insecure, anonymous;
     unsigned retries, max_connections, readahead; /* retries: UINT_MAX until given */
-    char *timeout, *metadata_ttl, *endpoint, *region, *profile;
+    char *timeout, *metadata_ttl, *endpoint, *region, *profile, *account;
     char *credentials; /* -o credentials=FILE */
     int netrc_default; /* -o netrc: ~/.netrc */
     char *netrc;       /* -o netrc=FILE */
@@ -65,7 +65,7 @@ static const struct fuse_opt zf_opts[] = {
     ZF_OPT("timeout=%s", timeout),        ZF_OPT("max_connections=%u", max_connections),
     ZF_OPT("readahead=%u", readahead),    ZF_OPT("metadata_ttl=%s", metadata_ttl),
     ZF_OPT("endpoint=%s", endpoint),      ZF_OPT("region=%s", region),
-    ZF_OPT("profile=%s", profile),
+    ZF_OPT("profile=%s", profile),        ZF_OPT("account=%s", account),
     ZF_OPT("credentials=%s", credentials), ZF_OPT("netrc", netrc_default),
     ZF_OPT("netrc=%s", netrc),
     ZF_OPT("disk_cache=%s", disk_cache), ZF_OPT("disk_cache_size=%s", disk_cache_size),
@@ -817,7 +817,7 @@ int main(int argc, char *argv[])
         .timeout = ZF_STORE_DEFAULT_TIMEOUT,
         .max_connections = o.max_connections ? o.max_connections
                                              : ZF_STORE_DEFAULT_MAX_CONNECTIONS,
-        .endpoint = o.endpoint, .region = o.region, .profile = o.profile,
+        .endpoint = o.endpoint, .region = o.region, .profile = o.profile, .account = o.account,
         .credentials = o.credentials ? &creds : NULL, .credentials_url = o.store,
         .netrc = netrc};
     if (o.timeout && !parse_seconds(o.timeout, false, &sopts.timeout)) {
@@ -961,6 +961,7 @@ out:
     free(o.metadata_ttl);
     free(o.sidecars);
     free(o.endpoint);
+    free(o.account);
     free(o.region);
     free(o.profile);
     free(o.credentials);

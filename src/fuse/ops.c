@@ -63,6 +63,7 @@ int zf_errno(zf_status st)
     case ZF_ERR_NOT_DIR: return ENOTDIR;
     case ZF_ERR_IS_DIR: return EISDIR;
     case ZF_ERR_NO_SPACE: return ENOSPC;
+    case ZF_ERR_ACCESS: return EACCES;
     case ZF_ERR_IO:
     case ZF_ERR_TOO_LARGE:
     case ZF_ERR_CORRUPT:

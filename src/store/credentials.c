@@ -39,6 +39,11 @@ void zf_credentials_free(zf_credentials *c)
     wipe(&c->http_user);
     wipe(&c->http_password);
     wipe(&c->bearer_token);
+    wipe(&c->azure_storage_account_name);
+    wipe(&c->azure_storage_account_key);
+    wipe(&c->azure_storage_sas_token);
+    wipe(&c->google_oauth_access_token);
+    wipe(&c->google_application_credentials);
 }
 
 static const char *kind_of(mode_t m)
@@ -110,7 +115,9 @@ static bool nameable(const char *k, size_t n)
 }
 
 #define KEYS "aws_access_key_id, aws_secret_access_key, aws_session_token, http_user, " \
-             "http_password, bearer_token"
+             "http_password, bearer_token, azure_storage_account_name, " \
+             "azure_storage_account_key, azure_storage_sas_token, google_oauth_access_token, " \
+             "google_application_credentials"
 
 static zf_status parse(const char *path, const char *text, size_t len, zf_credentials *c,
                        zf_err *err)
@@ -124,7 +131,12 @@ static zf_status parse(const char *path, const char *text, size_t len, zf_creden
                 {"aws_session_token", &c->aws_session_token, 0},
                 {"http_user", &c->http_user, 0},
                 {"http_password", &c->http_password, 0},
-                {"bearer_token", &c->bearer_token, 0}};
+                {"bearer_token", &c->bearer_token, 0},
+                {"azure_storage_account_name", &c->azure_storage_account_name, 0},
+                {"azure_storage_account_key", &c->azure_storage_account_key, 0},
+                {"azure_storage_sas_token", &c->azure_storage_sas_token, 0},
+                {"google_oauth_access_token", &c->google_oauth_access_token, 0},
+                {"google_application_credentials", &c->google_application_credentials, 0}};
     const size_t nkeys = sizeof keys / sizeof *keys;
     if (memchr(text, '\0', len))
         return zf_fail(err, ZF_ERR_INVALID, "%s: a NUL byte: not a text file", path);
@@ -193,7 +205,15 @@ static zf_status parse(const char *path, const char *text, size_t len, zf_creden
     if (c->http_user && strchr(c->http_user, ':'))
         return zf_fail(err, ZF_ERR_INVALID, "%s: http_user has a ':' (Basic authentication "
                        "cannot carry it)", path);
-    if (!c->aws_access_key_id && !c->http_user && !c->bearer_token)
+    if (c->azure_storage_account_key && c->azure_storage_sas_token)
+        return zf_fail(err, ZF_ERR_INVALID, "%s: both azure_storage_account_key and "
+                       "azure_storage_sas_token: an Azure store signs with one of them", path);
+    if (c->google_oauth_access_token && c->google_application_credentials)
+        return zf_fail(err, ZF_ERR_INVALID, "%s: both google_oauth_access_token and "
+                       "google_application_credentials: a GCS store takes one of them", path);
+    if (!c->aws_access_key_id && !c->http_user && !c->bearer_token &&
+        !c->azure_storage_account_key && !c->azure_storage_sas_token &&
+        !c->google_oauth_access_token && !c->google_application_credentials)
         return zf_fail(err, ZF_ERR_INVALID, "%s: no credentials in it (keys: " KEYS ")", path);
     return ZF_OK;
 }

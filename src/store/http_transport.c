@@ -13,7 +13,8 @@
  * headers of a request total at most ZF_HTTP_MAX_HEADERS.
  *
  * Redirects (at most MAX_REDIRECTS, to http and https only): libcurl follows them for unsigned
- * requests; signed (S3) requests follow them in attempt(), and only within their origin (scheme,
+ * requests; signed requests (S3; Azure and GCS, own_auth) follow them in attempt(), and only
+ * within their origin (scheme,
  * host, port), so that neither the signature nor the session token reach another server. The
  * user and password or bearer token of an unsigned store (-o credentials, .netrc) are libcurl's
  * own authentication (CURLOPT_USERNAME, CURLOPT_XOAUTH2_BEARER), never a header of ours: libcurl
@@ -48,6 +49,7 @@ struct zf_http {
     bool insecure;
     bool drop_expect; /* send "Expect:" with PUTs (see above) */
     char *sigv4, *access_key, *secret_key, *token_header;
+    bool own_redirects; /* follow redirects in attempt(), within the origin (signed requests) */
     char *http_user, *http_password, *bearer_token, *netrc_file; /* unsigned requests */
     CURLSH *share;
     pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
@@ -109,6 +111,7 @@ zf_status zf_http_create(const zf_http_config *cfg, zf_http **out, zf_err *err)
     h->low_speed_s = (long)(t / 2 + 0.999);
     h->low_speed_s = h->low_speed_s < 1 ? 1 : h->low_speed_s > 15 ? 15 : h->low_speed_s;
     h->insecure = o->insecure;
+    h->own_redirects = cfg->sigv4 || cfg->own_auth;
     h->drop_expect = !cfg->sigv4 || curl_version_info(CURLVERSION_NOW)->version_num >= 0x080300;
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
@@ -195,7 +198,7 @@ static CURL *new_handle(zf_http *h)
     /* Signed requests follow redirects here (attempt()), within their origin only: libcurl
      * drops Authorization on a redirect to another host but sends our other headers
      * (x-amz-security-token) along. */
-    SET(CURLOPT_FOLLOWLOCATION, h->sigv4 ? 0L : 1L);
+    SET(CURLOPT_FOLLOWLOCATION, h->own_redirects ? 0L : 1L);
     SET(CURLOPT_MAXREDIRS, (long)MAX_REDIRECTS);
     SET(CURLOPT_TIMEOUT_MS, h->timeout_ms);
     SET(CURLOPT_CONNECTTIMEOUT_MS, h->timeout_ms);
@@ -283,7 +286,8 @@ typedef struct xfer {
     bool has_cl, has_cr, cr_unsat, cr_total_known;
     uint64_t cl, cr_first, cr_last, cr_total;
     time_t mtime;
-    char ctype[128], region[64], etag[160];
+    char ctype[128], region[64], etag[160], generation[32], error_code[64];
+    uint64_t retry_after_ms; /* Retry-After (seconds) or x-ms-retry-after-ms; 0: none */
     uint64_t header_bytes; /* of every response of the transfer, redirects included */
     bool headers_too_large;
     /* its body */
@@ -416,6 +420,18 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud)
             copy_value(x->etag, sizeof x->etag, v, vn);
     } else if (IS("x-amz-bucket-region")) {
         copy_value(x->region, sizeof x->region, v, vn);
+    } else if (IS("x-goog-generation")) {
+        copy_value(x->generation, sizeof x->generation, v, vn);
+    } else if (IS("x-ms-error-code")) {
+        copy_value(x->error_code, sizeof x->error_code, v, vn);
+    } else if (IS("x-ms-retry-after-ms")) {
+        uint64_t ms;
+        if (parse_u64(v, vn, &ms))
+            x->retry_after_ms = ms;
+    } else if (IS("retry-after") && !x->retry_after_ms) { /* seconds; an HTTP date is ignored */
+        uint64_t sec;
+        if (parse_u64(v, vn, &sec))
+            x->retry_after_ms = sec > UINT64_MAX / 1000 ? UINT64_MAX : sec * 1000;
     }
 #undef IS
     return len;
@@ -717,21 +733,27 @@ bool zf_url_same_origin(const char *a, const char *b)
     return ok;
 }
 
-static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
-                              zf_http_response *resp, char *why, size_t wn, zf_status *st,
-                              zf_err *err)
+void zf_http_range_header(const zf_http_request *rq, char *range, size_t n)
 {
-    xfer x = {.rq = rq, .limit = rq->max_body ? rq->max_body : ZF_HTTP_MAX_VALUE, .mtime = -1};
-    char range[64] = "", errbuf[CURL_ERROR_SIZE] = "";
+    range[0] = '\0';
     if (rq->kind == ZF_HTTP_RANGE) {
         if (rq->len > UINT64_MAX - rq->offset || rq->offset + rq->len - 1 == UINT64_MAX)
-            snprintf(range, sizeof range, "Range: bytes=%" PRIu64 "-", rq->offset);
+            snprintf(range, n, "Range: bytes=%" PRIu64 "-", rq->offset);
         else
-            snprintf(range, sizeof range, "Range: bytes=%" PRIu64 "-%" PRIu64, rq->offset,
+            snprintf(range, n, "Range: bytes=%" PRIu64 "-%" PRIu64, rq->offset,
                      rq->offset + rq->len - 1);
     } else if (rq->kind == ZF_HTTP_SUFFIX) {
-        snprintf(range, sizeof range, "Range: bytes=-%" PRIu64, rq->len);
+        snprintf(range, n, "Range: bytes=-%" PRIu64, rq->len);
     }
+}
+
+static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
+                              zf_http_response *resp, char *why, size_t wn,
+                              uint64_t *retry_after_ms, zf_status *st, zf_err *err)
+{
+    xfer x = {.rq = rq, .limit = rq->max_body ? rq->max_body : ZF_HTTP_MAX_VALUE, .mtime = -1};
+    char range[64], errbuf[CURL_ERROR_SIZE] = "";
+    zf_http_range_header(rq, range, sizeof range);
     struct curl_slist *hdr = NULL, *t;
     bool ok = true;
 #define ADD(s)                                                                               \
@@ -743,8 +765,11 @@ static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
     } while (0)
     if (range[0])
         ADD(range);
-    if (rq->kind == ZF_HTTP_PUT) {
-        ADD("Content-Type: application/octet-stream"); /* not a form (libcurl's POST default) */
+    char ctype[160];
+    if (rq->kind == ZF_HTTP_PUT) { /* not a form (libcurl's POST default) */
+        snprintf(ctype, sizeof ctype, "Content-Type: %s",
+                 rq->content_type ? rq->content_type : "application/octet-stream");
+        ADD(ctype);
         if (h->drop_expect)
             ADD("Expect:");
     }
@@ -754,6 +779,8 @@ static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
         ADD("x-amz-content-sha256: UNSIGNED-PAYLOAD");
     if (h->token_header)
         ADD(h->token_header);
+    for (const char *const *e = rq->headers; e && *e; e++)
+        ADD(*e);
 #undef ADD
     if (!ok) {
         curl_slist_free_all(hdr);
@@ -781,7 +808,7 @@ static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
     long redirects = 0;
     char *next = NULL; /* a signed request's redirect target, followed here */
     const char *refused = NULL;
-    while (h->sigv4 && rc == CURLE_OK && x.status >= 300 && x.status < 400 &&
+    while (h->own_redirects && rc == CURLE_OK && x.status >= 300 && x.status < 400 &&
            curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &next) == CURLE_OK && next) {
         const char *cur = NULL;
         curl_easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &cur);
@@ -806,7 +833,7 @@ static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
     }
     char *eff = NULL;
     curl_easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &eff);
-    if (!h->sigv4)
+    if (!h->own_redirects)
         curl_easy_getinfo(c, CURLINFO_REDIRECT_COUNT, &redirects);
     bool dir_redirect = redirects > 0 && eff && *eff && eff[strlen(eff) - 1] == '/' &&
                         rq->url[0] && rq->url[strlen(rq->url) - 1] != '/';
@@ -865,6 +892,7 @@ static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
         zf_http_response tmp = {.status = x.status};
         memcpy(tmp.reason, x.reason, sizeof tmp.reason);
         zf_http_status_text(&tmp, why, wn);
+        *retry_after_ms = x.retry_after_ms;
         r = ATTEMPT_RETRY;
     } else if (x.status >= 200 && x.status < 300) {
         r = check_complete(&x, resp, why, wn, st, err);
@@ -875,6 +903,8 @@ static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
         memcpy(resp->content_type, x.ctype, sizeof resp->content_type);
         memcpy(resp->bucket_region, x.region, sizeof resp->bucket_region);
         memcpy(resp->etag, x.etag, sizeof resp->etag);
+        memcpy(resp->generation, x.generation, sizeof resp->generation);
+        memcpy(resp->error_code, x.error_code, sizeof resp->error_code);
         resp->mtime = (struct timespec){.tv_sec = x.mtime > 0 ? x.mtime : 0};
         resp->dir_redirect = dir_redirect;
         if (!take_body(&x, resp, x.status < 200 || x.status >= 300)) {
@@ -900,7 +930,8 @@ static uint64_t random64(void)
     return z ^ (z >> 31);
 }
 
-static void backoff(unsigned attempt)
+/* Sleep before retry number attempt, at least retry_after_ms (capped). */
+static void backoff(unsigned attempt, uint64_t retry_after_ms)
 {
     uint64_t cap = ZF_HTTP_BACKOFF_BASE_MS;
     for (unsigned i = 0; i < attempt && cap < ZF_HTTP_BACKOFF_CAP_MS; i++)
@@ -908,6 +939,10 @@ static void backoff(unsigned attempt)
     if (cap > ZF_HTTP_BACKOFF_CAP_MS)
         cap = ZF_HTTP_BACKOFF_CAP_MS;
     uint64_t us = random64() % (cap * 1000 + 1);
+    if (retry_after_ms > ZF_HTTP_RETRY_AFTER_CAP_MS)
+        retry_after_ms = ZF_HTTP_RETRY_AFTER_CAP_MS;
+    if (us < retry_after_ms * 1000)
+        us = retry_after_ms * 1000;
     struct timespec d = {.tv_sec = (time_t)(us / 1000000), .tv_nsec = (long)(us % 1000000) * 1000};
     while (nanosleep(&d, &d) != 0)
         ;
@@ -924,7 +959,8 @@ zf_status zf_http_perform(zf_http *h, zf_store *s, const zf_http_request *req,
         if (!c)
             return ZF_ERR_NOMEM;
         zf_status st = ZF_OK;
-        attempt_result r = attempt(h, c, req, resp, why, sizeof why, &st, err);
+        uint64_t retry_after_ms = 0;
+        attempt_result r = attempt(h, c, req, resp, why, sizeof why, &retry_after_ms, &st, err);
         release(h, c);
         if (r == ATTEMPT_DONE)
             return ZF_OK;
@@ -945,7 +981,7 @@ zf_status zf_http_perform(zf_http *h, zf_store *s, const zf_http_request *req,
             break;
         if (s)
             zf_store_count_retry(s);
-        backoff(n);
+        backoff(n, retry_after_ms);
     }
     return zf_fail(err, ZF_ERR_IO, "%s: %s after %u %s", req->what, why, h->retries,
                    h->retries == 1 ? "retry" : "retries");

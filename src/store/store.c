@@ -186,8 +186,11 @@ static bool is_parquet_refs_dir(const char *dir)
 
 /* An HTTP(S) or S3 URL naming a reference file (*.json): fetched whole (at most
  * ZF_JSON_MAX_TEXT), relative targets below its parent URL. */
-static zf_status open_remote_refs(const char *url, const zf_store_options *opts, bool s3,
-                                  zf_store **out, zf_err *err)
+typedef zf_status (*remote_open_fn)(const char *url, const zf_store_options *opts,
+                                    zf_store **out, zf_err *err);
+
+static zf_status open_remote_refs(const char *url, const zf_store_options *opts,
+                                  remote_open_fn open, zf_store **out, zf_err *err)
 {
     const char *slash = strrchr(url, '/');
     const char *scheme_end = strstr(url, "://") + 3;
@@ -201,9 +204,7 @@ static zf_status open_remote_refs(const char *url, const zf_store_options *opts,
     }
     char *parent = strndup(url, (size_t)(slash - url));
     zf_store *web;
-    zf_status st = !parent ? ZF_ERR_NOMEM
-                   : s3    ? zf_store_s3_open(parent, opts, &web, err)
-                           : zf_store_http_open(parent, opts, &web, err);
+    zf_status st = !parent ? ZF_ERR_NOMEM : open(parent, opts, &web, err);
     if (st == ZF_OK) {
         zf_bytes b = {0};
         st = zf_store_get_bounded(web, slash + 1, ZF_JSON_MAX_TEXT, &b, err);
@@ -221,8 +222,8 @@ static zf_status open_remote_refs(const char *url, const zf_store_options *opts,
 
 /* An HTTP(S) or S3 URL naming a zip archive: the archive is the last path component of the
  * store of its parent URL. */
-static zf_status open_remote_zip(const char *url, const zf_store_options *opts, bool s3,
-                                 zf_store **out, zf_err *err)
+static zf_status open_remote_zip(const char *url, const zf_store_options *opts,
+                                 remote_open_fn open, zf_store **out, zf_err *err)
 {
     const char *slash = strrchr(url, '/');
     const char *scheme_end = strstr(url, "://") + 3;
@@ -236,9 +237,7 @@ static zf_status open_remote_zip(const char *url, const zf_store_options *opts, 
     }
     char *parent = strndup(url, (size_t)(slash - url));
     zf_store *inner;
-    zf_status st = !parent ? ZF_ERR_NOMEM
-                   : s3    ? zf_store_s3_open(parent, opts, &inner, err)
-                           : zf_store_http_open(parent, opts, &inner, err);
+    zf_status st = !parent ? ZF_ERR_NOMEM : open(parent, opts, &inner, err);
     free(parent);
     if (st == ZF_OK && (st = zf_store_zip_open(inner, slash + 1, shown, out, err)) != ZF_OK)
         zf_store_close(inner);
@@ -267,16 +266,18 @@ zf_status zf_store_open(const char *url, const zf_store_options *opts, zf_store 
                                                   ZF_STORE_DEFAULT_MAX_CONNECTIONS};
     if (!opts)
         opts = &defaults;
-    bool http = strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0;
-    bool s3 = strncmp(url, "s3://", 5) == 0;
-    if ((http || s3) && names_zip(url))
-        return open_remote_zip(url, opts, s3, out, err);
-    if ((http || s3) && names_json(url))
-        return open_remote_refs(url, opts, s3, out, err);
-    if (http)
-        return zf_store_http_open(url, opts, out, err);
-    if (s3)
-        return zf_store_s3_open(url, opts, out, err);
+    remote_open_fn open = zf_store_gcs_url(url)     ? zf_store_gcs_open
+                          : zf_store_azure_url(url)   ? zf_store_azure_open
+                          : strncmp(url, "s3://", 5) == 0 ? zf_store_s3_open
+                          : strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0
+                              ? zf_store_http_open
+                              : NULL;
+    if (open && names_zip(url))
+        return open_remote_zip(url, opts, open, out, err);
+    if (open && names_json(url))
+        return open_remote_refs(url, opts, open, out, err);
+    if (open)
+        return open(url, opts, out, err);
     if (strncmp(url, "file://", 7) == 0)
         url += 7;
     else if (strstr(url, "://"))

@@ -39,6 +39,7 @@ zf_status zf_store_refuse_large(zf_err *err, const char *key, uint64_t bound, ui
  * ("full jitter"). */
 #define ZF_HTTP_BACKOFF_BASE_MS 100
 #define ZF_HTTP_BACKOFF_CAP_MS 5000
+#define ZF_HTTP_RETRY_AFTER_CAP_MS 10000
 
 /* ---- transport ------------------------------------------------------------------------------ */
 
@@ -61,6 +62,10 @@ typedef struct zf_http_config {
     /* A .netrc file libcurl reads for the user and password of each host (CURL_NETRC_OPTIONAL:
      * a user:password in the URL comes first), NULL for none. */
     const char *netrc_file;
+    /* Requests carry their own authorization in headers or the query (Azure Shared Key or SAS,
+     * a GCS OAuth token): as for SigV4, redirects are followed only within the origin of the
+     * request, so that neither reaches another server. */
+    bool own_auth;
 } zf_http_config;
 
 zf_status zf_http_create(const zf_http_config *cfg, zf_http **out, zf_err *err);
@@ -87,7 +92,15 @@ typedef struct zf_http_request {
     size_t body_len;
     const char *condition; /* PUT, DELETE: a precondition header line ("If-Match: \"ETAG\"",
                               "If-None-Match: *") or NULL */
+    const char *const *headers; /* more header lines ("Name: value"), NULL-terminated, or NULL
+                                   (a backend's version, date and Authorization headers) */
+    const char *content_type;   /* PUT: Content-Type (NULL: application/octet-stream) */
 } zf_http_request;
+
+/* The Range header line attempt() sends for rq ("Range: bytes=A-B", "Range: bytes=-N"), or ""
+ * for a request without a range, into buf (64 bytes are enough): backends that sign their
+ * headers sign this one. */
+void zf_http_range_header(const zf_http_request *rq, char *buf, size_t n);
 
 typedef struct zf_http_response {
     long status;      /* final HTTP status */
@@ -101,10 +114,13 @@ typedef struct zf_http_response {
     char content_type[128];
     char bucket_region[64]; /* x-amz-bucket-region (S3 wrong-region answers) */
     char etag[160];         /* ETag as sent (quotes included), "" when absent or longer */
+    char generation[32];    /* x-goog-generation (GCS object generation), "" when absent */
+    char error_code[64];    /* x-ms-error-code (Azure's error code), "" when absent */
     bool dir_redirect; /* the server redirected a key to "key/" (a directory, not a value) */
 } zf_http_response;
 
-/* One request with retries: 5xx, 429, 408, timeouts, connection failures and truncated bodies are
+/* One request with retries (a Retry-After or x-ms-retry-after-ms of a 429/503 answer waits at
+ * least that long, at most ZF_HTTP_RETRY_AFTER_CAP_MS): 5xx, 429, 408, timeouts, connection failures and truncated bodies are
  * retried (PUT and DELETE too: they are idempotent, and a PUT sends its whole body again) up to
  * the configured count with backoff (counted with zf_store_count_retry(s)), then
  * ZF_ERR_IO naming req->what and the last failure. Otherwise ZF_OK with the final response for
