@@ -145,7 +145,16 @@ for t in $targets; do
         "${ft:-?}" "${corp:-?}" "$result"
     for f in $found; do
         echo "    reproducer: $out/artifacts/$t/$f  (run: $build/tests/fuzz/fuzz_$t $out/artifacts/$t/$f)"
+        # a run in a throw-away clone (CI) loses the file: small ones are printed too
+        if [ "$(stat -c %s "$out/artifacts/$t/$f")" -le 16384 ]; then
+            echo "    its bytes (base64 -d to rebuild it):"
+            base64 -w 100 "$out/artifacts/$t/$f" | sed 's/^/      /'
+        fi
     done
-    [ "$result" = ok ] || echo "    log: $log"
+    if [ "$result" != ok ]; then
+        echo "    log: $log"
+        grep -E -A40 '^==[0-9]+==ERROR|runtime error|libFuzzer: (deadly signal|timeout|out-of-memory)' \
+            "$log" | head -60 | sed 's/^/      /' || true
+    fi
 done
 exit $status
