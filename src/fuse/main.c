@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/statfs.h>
 #include <sys/un.h>
 #include <time.h>
@@ -94,7 +95,8 @@ static void usage(const char *prog)
            "Mount the Zarr hierarchy in STORE (a directory or file:// URL, http(s):// or\n"
            "s3:// URL, a zip archive or a kerchunk reference file) at MOUNTPOINT: each\n"
            "group a directory, each array one file holding the whole array in C order.\n"
-           "Read-only unless -o rw.\n\n"
+           "Read-only unless -o rw. MOUNTPOINT may be /dev/fd/N: serve a /dev/fuse\n"
+           "descriptor that a privileged helper opened and mounted (containers).\n\n"
            "zarrfs options:\n"
            "    -o cache_size=SIZE     bytes of decoded chunks to keep (suffix K, M, G)\n"
            "                           (default: " DEFAULT_CACHE_SIZE ")\n"
@@ -469,10 +471,39 @@ static void raise_readahead(const char *mountpoint, unsigned kib)
         zf_log_debug("cannot raise readahead in %s: %s", path, strerror(errno));
 }
 
+/* N when mnt is "/dev/fd/N" (libfuse >= 3.3: the file system is served on descriptor N, a
+ * /dev/fuse connection that a privileged helper opened and mounted), else -1. */
+static int fuse_fd_of(const char *mnt)
+{
+    const char *p = strncmp(mnt, "/dev/fd/", 8) == 0 ? mnt + 8 : NULL;
+    if (!p || !*p || strlen(p) > 9 || p[strspn(p, "0123456789")])
+        return -1;
+    return atoi(p);
+}
+
+/* A descriptor given as the mount point must be open on /dev/fuse (character device 10, 229). */
+static bool check_fuse_fd(const char *mnt, int fd)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        fprintf(stderr, "zarrfs: %s: %s (the descriptor of an open, mounted /dev/fuse is "
+                "expected)\n", mnt, strerror(errno));
+        return false;
+    }
+    if (!S_ISCHR(sb.st_mode) || major(sb.st_rdev) != 10 || minor(sb.st_rdev) != 229) {
+        fprintf(stderr, "zarrfs: %s: not a /dev/fuse descriptor\n", mnt);
+        return false;
+    }
+    return true;
+}
+
 /* Refuse a mount point that is missing, not a directory, or already a zarrfs mount, with one
  * line on stderr, before anything is mounted. */
 static bool check_mountpoint(const char *mnt)
 {
+    int fd = fuse_fd_of(mnt);
+    if (fd >= 0)
+        return check_fuse_fd(mnt, fd);
     struct stat sb;
     if (stat(mnt, &sb) != 0) {
         if (errno == ENOTCONN) /* a FUSE daemon that mounted here has died */
@@ -918,7 +949,8 @@ int main(int argc, char *argv[])
         fprintf(stderr, "zarrfs: cannot mount at %s\n", cl.mountpoint);
         goto out_signals;
     }
-    raise_readahead(cl.mountpoint, 1024);
+    if (fuse_fd_of(cl.mountpoint) < 0) /* a descriptor's mount point is the helper's */
+        raise_readahead(cl.mountpoint, 1024);
     if (fuse_daemonize(cl.foreground) != 0)
         goto out_unmount;
     if (!cl.foreground)
