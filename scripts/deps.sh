@@ -12,7 +12,9 @@
 # with numcodecs through python3-zfpy and v3 zfp chunks with the zfp command (zfp). Icechunk's
 # reader is C++ over code flatc generates at build time (g++, flatbuffers-compiler,
 # libflatbuffers-dev) and reads spec 1's config.yaml with libyaml (libyaml-dev).
-# The GCS and Azure stores sign with OpenSSL's libcrypto (libssl-dev).
+# The GCS and Azure stores sign with OpenSSL's libcrypto (libssl-dev). test_metrics.py checks the
+# metrics with promtool (prometheus) and serves them with prometheus-node-exporter's textfile
+# collector (neither is started as a service in a container without systemd).
 # tests/integration/icechunk_hostile.py re-encodes Icechunk files with flatc and the zstd command.
 ZF_DEPS="meson ninja-build pkg-config gcc g++ flatbuffers-compiler libflatbuffers-dev libyaml-dev libssl-dev libfuse3-dev fuse3 libyajl-dev zlib1g-dev libdeflate-dev liblz4-dev
 libzstd-dev libblosc-dev libbz2-dev liblzma-dev check python3-zarr python3-numcodecs
@@ -20,7 +22,7 @@ python3-numpy attr groff-base man-db systemd mount util-linux libcurl4-openssl-d
 nginx-light openssl curl iproute2 python3-fsspec python3-aiohttp python3-h5py python3-netcdf4 python3-jinja2
 python3-gdal python3-anndata python3-xarray python3-msgpack libtiff-tools python3-tifffile python3-pil
 netcdf-bin nco cdo python3-scipy libzfp-dev python3-zfpy zfp
-zstd"
+zstd prometheus prometheus-node-exporter"
 # scripts/fuzz.sh: clang 14 (clang++ too) with its libFuzzer, ASan and UBSan runtimes; the zstd
 # command decompresses Icechunk payloads for seeds (tests/fuzz/seeds.py).
 ZF_FUZZ_DEPS="clang libclang-rt-14-dev zstd"

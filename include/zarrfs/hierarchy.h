@@ -21,6 +21,7 @@
 #include "zarrfs/cache.h"
 #include "zarrfs/meta.h"
 #include "zarrfs/pool.h"
+#include "zarrfs/sbuf.h"
 #include "zarrfs/store.h"
 
 typedef struct zf_node {
@@ -232,6 +233,14 @@ double zf_hierarchy_metadata_ttl(const zf_hierarchy *h);
  * stores of the versions opened so far, zf_versions; the cache is theirs too), and
  * `replies_failed`, the count of FUSE requests answered with an error that the caller passes in. */
 char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed);
+/* The same counters as zf_hierarchy_stats_json, appended to b in the Prometheus text format
+ * (metrics.h): counters zarrfs_cache_{hits,misses,evictions,load_failures}_total,
+ * zarrfs_chunks_{decoded,decode_failures,encoded,encode_failures}_total,
+ * zarrfs_store_{requests,errors,retries,writes}_total, zarrfs_store_{fetched,written}_bytes_total;
+ * gauges zarrfs_cache_{size,capacity,dirty}_bytes, zarrfs_cache_entries,
+ * zarrfs_buffer_pool_bytes, process_resident_memory_bytes. Every sample carries `labels`
+ * (escaped, "" for none). */
+void zf_hierarchy_metrics(zf_hierarchy *h, zf_sbuf *b, const char *labels);
 /* Write back every dirty chunk (see zf_hierarchy_flush), then free everything. */
 void zf_hierarchy_free(zf_hierarchy *h);
 

@@ -14,6 +14,7 @@
 #include "array_impl.h"
 #include "zarrfs/log.h"
 #include "zarrfs/mem.h"
+#include "zarrfs/metrics.h"
 
 /* ---------- grid arithmetic ---------- */
 
@@ -353,7 +354,9 @@ static zf_status decode_chunk(zf_array *a, const zf_chunk_repr *dec, const char 
         uint64_t t0 = zf_array_now_ns();
         zf_status st = zf_chain_decode_text(a->chain, dec, raw->data, raw->len, &t,
                                             &derr);
-        decode_ns += zf_array_now_ns() - t0;
+        uint64_t took = zf_array_now_ns() - t0;
+        decode_ns += took;
+        zf_metrics_decode(took);
         zf_bytes_free(raw);
         if (st != ZF_OK) {
             n_failed++;
@@ -380,7 +383,9 @@ static zf_status decode_chunk(zf_array *a, const zf_chunk_repr *dec, const char 
     zf_err derr = {""};
     uint64_t t0 = zf_array_now_ns();
     zf_status st = zf_chain_decode(a->chain, dec, raw->data, raw->len, out, &derr);
-    decode_ns += zf_array_now_ns() - t0;
+    uint64_t took = zf_array_now_ns() - t0;
+    decode_ns += took;
+    zf_metrics_decode(took);
     zf_bytes_free(raw);
     if (st != ZF_OK) {
         n_failed++;

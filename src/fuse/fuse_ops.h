@@ -35,6 +35,7 @@ typedef struct zf_fs {
     mode_t file_mode;  /* permission bits of files (-o file_mode, umask) */
     mode_t dir_mode;   /* of directories (-o dir_mode, umask); ops.c drops the write bits where
                         * nothing can be written (read-only mounts, derived files) */
+    char *metric_labels; /* labels of every metric sample (mount, store), escaped; NULL: none */
 } zf_fs;
 
 /* Shared mappings of direct_io files need the kernel's FUSE_DIRECT_IO_ALLOW_MMAP, which only a
@@ -57,5 +58,8 @@ void zf_fuse_gone(void *ctx, uint64_t dir_id, const char *name, uint64_t id, boo
 
 /* The statistics of the mount (the .zarrfs-stats file's JSON), malloc'd; NULL without memory. */
 char *zf_fuse_stats_json(zf_fs *fs);
+/* The metrics in the Prometheus text format (.zarrfs-metrics, -o metrics_file), malloc'd; NULL
+ * when out of memory. */
+char *zf_fuse_metrics_text(zf_fs *fs);
 
 #endif

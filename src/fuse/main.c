@@ -26,6 +26,8 @@
 
 #include "fuse_ops.h"
 #include "zarrfs/log.h"
+#include "zarrfs/metrics.h"
+#include "zarrfs/sbuf.h"
 
 typedef struct zf_options {
     char *store;
@@ -38,6 +40,7 @@ typedef struct zf_options {
     unsigned retries, max_connections, readahead; /* retries: UINT_MAX until given */
     char *timeout, *metadata_ttl, *endpoint, *region, *profile, *account;
     char *credentials; /* -o credentials=FILE */
+    char *metrics_file; /* -o metrics_file=PATH */
     int netrc_default; /* -o netrc: ~/.netrc */
     char *netrc;       /* -o netrc=FILE */
     char *disk_cache, *disk_cache_size;
@@ -61,6 +64,7 @@ enum { KEY_VIRTUAL_CHUNKS = 1, KEY_VIRTUAL_ENDPOINT };
 static const struct fuse_opt zf_opts[] = {
     ZF_OPT("cache_size=%s", cache_size), ZF_OPT("threads=%u", threads),
     ZF_OPT("log_level=%s", log_level),   ZF_OPT("stats_log=%u", stats_log),
+    ZF_OPT("metrics_file=%s", metrics_file),
     ZF_OPT("insecure", insecure),         ZF_OPT("anonymous", anonymous),
     ZF_OPT("retries=%u", retries),
     ZF_OPT("timeout=%s", timeout),        ZF_OPT("max_connections=%u", max_connections),
@@ -105,6 +109,9 @@ static void usage(const char *prog)
            "                           to stderr with -f, else to syslog\n"
            "    -o stats_log=SECONDS   log the statistics (" ".zarrfs-stats) every SECONDS\n"
            "                           (default: 0, never)\n"
+           "    -o metrics_file=PATH   write the metrics (.zarrfs-metrics, Prometheus text\n"
+           "                           format) to PATH, replaced atomically every stats_log\n"
+           "                           seconds (default: none; every 15 s without stats_log)\n"
            "    -o readahead=N         bands of chunks decoded ahead of a sequential reader\n"
            "                           (default: 1)\n"
            "    -o direct_io           array files bypass the page cache: each read and\n"
@@ -622,6 +629,51 @@ static void writeback_tick(zf_fs *fs)
     }
 }
 
+/* -o metrics_file: the metrics written to a temporary file beside PATH, then renamed over it
+ * (node_exporter's textfile collector never sees half a file). */
+static const char *metrics_path;
+
+static void write_metrics_file(zf_fs *fs)
+{
+    static bool warned;
+    char *text = zf_fuse_metrics_text(fs), *tmp = NULL;
+    if (!text || asprintf(&tmp, "%s.%d.tmp", metrics_path, (int)getpid()) < 0) {
+        free(text);
+        return;
+    }
+    FILE *f = fopen(tmp, "w");
+    bool ok = f && fputs(text, f) >= 0;
+    if (f && fclose(f) != 0)
+        ok = false;
+    if (ok && rename(tmp, metrics_path) != 0)
+        ok = false;
+    if (!ok) {
+        if (!warned)
+            zf_log_warn("-o metrics_file=%s: cannot write it: %s (said once)", metrics_path,
+                        strerror(errno));
+        warned = true;
+        unlink(tmp);
+    }
+    free(tmp);
+    free(text);
+}
+
+/* The labels of every metric: mount (the mount point's absolute path, or /dev/fd/N) and store
+ * (as shown in messages: no secret). NULL when out of memory (then none). */
+static char *metric_labels(const char *mountpoint, const char *store)
+{
+    char real[PATH_MAX];
+    const char *m = fuse_fd_of(mountpoint) < 0 && realpath(mountpoint, real) ? real : mountpoint;
+    zf_sbuf b = {0};
+    zf_metrics_label(&b, "mount", m);
+    zf_metrics_label(&b, "store", store);
+    if (b.oom) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
 static void stats_log_start(stats_logger *sl)
 {
     pthread_mutex_init(&sl->mu, NULL);
@@ -838,6 +890,14 @@ int main(int argc, char *argv[])
     zf_fs fs = {0};
     if (!parse_ownership(&o, &fs))
         goto out;
+    if (o.metrics_file && o.metrics_file[0] != '/') { /* the daemon's cwd becomes / */
+        char *cwd = realpath(".", NULL), *abs = NULL;
+        if (cwd && asprintf(&abs, "%s/%s", cwd, o.metrics_file) > 0) {
+            free(o.metrics_file);
+            o.metrics_file = abs;
+        }
+        free(cwd);
+    }
     zf_credentials creds = {0};
     char *netrc = NULL;
     if (!load_secrets(&o, &creds, &netrc))
@@ -961,8 +1021,15 @@ int main(int argc, char *argv[])
         zf_log_warn("cannot start the notification thread: names of deleted arrays' sidecars "
                     "stay in the kernel until they expire");
     zf_hierarchy_on_gone(h, zf_fuse_gone, &fs);
+    fs.metric_labels = metric_labels(cl.mountpoint, shown);
     stats_logger sl = {.fs = &fs, .seconds = o.stats_log, .tick = log_stats};
     stats_log_start(&sl);
+    metrics_path = o.metrics_file;
+    stats_logger mf = {.fs = &fs, .seconds = o.metrics_file ? (o.stats_log ? o.stats_log : 15) : 0,
+                       .tick = write_metrics_file};
+    if (o.metrics_file)
+        write_metrics_file(&fs); /* at once, then every period */
+    stats_log_start(&mf);
     stats_logger wb = {.fs = &fs, .seconds = o.rw ? 1 : 0, .tick = writeback_tick};
     stats_log_start(&wb);
     notify_systemd("READY=1");
@@ -971,7 +1038,10 @@ int main(int argc, char *argv[])
     ret = ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 : 1;
     notify_systemd("STOPPING=1");
     stats_log_stop(&sl);
+    stats_log_stop(&mf);
     stats_log_stop(&wb);
+    free(fs.metric_labels);
+    fs.metric_labels = NULL;
     zf_hierarchy_on_gone(h, NULL, NULL);
     zf_notifier_stop(fs.notifier); /* before the unmount closes the session's fd */
     fs.notifier = NULL;
@@ -994,6 +1064,7 @@ out:
     free(o.sidecars);
     free(o.endpoint);
     free(o.account);
+    free(o.metrics_file);
     free(o.region);
     free(o.profile);
     free(o.credentials);

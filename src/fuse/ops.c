@@ -17,6 +17,8 @@
 
 #include "fuse_ops.h"
 #include "zarrfs/log.h"
+#include "zarrfs/metrics.h"
+#include "zarrfs/sbuf.h"
 
 #define ATTR_TIMEOUT 3600.0 /* metadata does not change under a read-only mount */
 
@@ -45,9 +47,22 @@ static double attr_timeout(zf_hierarchy *h, const zf_node *n)
  * 2^64 - 1). A root node of the same name is shadowed by it. */
 #define STATS_NAME ".zarrfs-stats"
 #define STATS_INO ((fuse_ino_t)1 << 62)
+/* The same counters and more (histograms) in the Prometheus text format: .zarrfs-metrics, found
+ * the same way. */
+#define METRICS_NAME ".zarrfs-metrics"
+#define METRICS_INO (STATS_INO + 1)
+#define IS_SPECIAL(ino) ((ino) == STATS_INO || (ino) == METRICS_INO)
 
 /* Requests answered with an error other than "no such entry" (for the statistics). */
 static _Atomic uint64_t replies_failed;
+
+/* fuse_reply_err, errors counted by errno for the metrics. */
+static int reply_err(fuse_req_t req, int e)
+{
+    if (e)
+        zf_metrics_reply_error(e);
+    return fuse_reply_err(req, e);
+}
 
 int zf_errno(zf_status st)
 {
@@ -110,7 +125,7 @@ static void reply_status(fuse_req_t req, zf_status st, const zf_err *err, const 
     if (st != ZF_ERR_NOT_FOUND)
         zf_log(st == ZF_ERR_UNSUPPORTED ? ZF_LOG_WARN : ZF_LOG_ERROR, "%s: %s", what,
                err && err->msg[0] ? err->msg : zf_status_str(st));
-    fuse_reply_err(req, zf_errno(st));
+    reply_err(req, zf_errno(st));
 }
 
 /* Reply to a failed change (write, truncate, mkdir, setxattr, ...): an invalid request is
@@ -122,7 +137,7 @@ static void reply_change(fuse_req_t req, zf_status st, const zf_err *err, const 
     case ZF_ERR_INVALID:
         replies_failed++;
         zf_log_error("%s: %s", what, err && err->msg[0] ? err->msg : "invalid");
-        fuse_reply_err(req, EINVAL);
+        reply_err(req, EINVAL);
         return;
     case ZF_ERR_EXISTS:
     case ZF_ERR_NOT_EMPTY:
@@ -132,7 +147,7 @@ static void reply_change(fuse_req_t req, zf_status st, const zf_err *err, const 
     case ZF_ERR_READONLY:
         replies_failed++;
         zf_log_info("%s: %s", what, err && err->msg[0] ? err->msg : zf_status_str(st));
-        fuse_reply_err(req, zf_errno(st));
+        reply_err(req, zf_errno(st));
         return;
     default: reply_status(req, st, err, what);
     }
@@ -142,17 +157,41 @@ static zf_node *node_of(fuse_req_t req, fuse_ino_t ino)
 {
     zf_node *n = zf_hierarchy_node(H(req), ino);
     if (!n)
-        fuse_reply_err(req, ESTALE);
+        reply_err(req, ESTALE);
     return n;
 }
 
 char *zf_fuse_stats_json(zf_fs *fs) { return zf_hierarchy_stats_json(fs->h, replies_failed); }
 
-static void stats_attr(const zf_fs *fs, struct stat *st)
+char *zf_fuse_metrics_text(zf_fs *fs)
 {
-    char *json = zf_hierarchy_stats_json(fs->h, replies_failed);
+    zf_sbuf b = {0};
+    zf_hierarchy_metrics(fs->h, &b, fs->metric_labels ? fs->metric_labels : "");
+    const char *l = fs->metric_labels ? fs->metric_labels : "";
+    zf_sbuf_printf(&b, "# HELP zarrfs_replies_failed_total File-system requests answered with "
+                   "an error other than ENOENT.\n# TYPE zarrfs_replies_failed_total counter\n"
+                   "zarrfs_replies_failed_total{%s} %llu\n", l,
+                   (unsigned long long)replies_failed);
+    zf_metrics_format(&b, l);
+    zf_sbuf_printf(&b, "# EOF\n");
+    if (b.oom) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+/* The text of a special file (malloc'd; NULL when out of memory). */
+static char *special_text(zf_fs *fs, fuse_ino_t ino)
+{
+    return ino == STATS_INO ? zf_fuse_stats_json(fs) : zf_fuse_metrics_text(fs);
+}
+
+static void stats_attr(zf_fs *fs, fuse_ino_t ino, struct stat *st)
+{
+    char *json = special_text(fs, ino);
     memset(st, 0, sizeof *st);
-    st->st_ino = STATS_INO;
+    st->st_ino = ino;
     owner_attr(fs, false, false, st);
     st->st_nlink = 1;
     st->st_size = json ? (off_t)strlen(json) : 0;
@@ -197,16 +236,18 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     if (!dir)
         return;
     if (!dir->is_dir) {
-        fuse_reply_err(req, ENOTDIR);
+        reply_err(req, ENOTDIR);
         return;
     }
     zf_err err = {""};
-    if (parent == FUSE_ROOT_ID && strcmp(name, STATS_NAME) == 0) {
+    if (parent == FUSE_ROOT_ID &&
+        (strcmp(name, STATS_NAME) == 0 || strcmp(name, METRICS_NAME) == 0)) {
         static atomic_bool warned;
         if (zf_hierarchy_child(H(req), dir, name, &n, NULL) == ZF_OK && !atomic_exchange(&warned, true))
             zf_log_warn("/%s: a node of this name is hidden by zarrfs's statistics file", name);
-        struct fuse_entry_param e = {.ino = STATS_INO, .attr_timeout = 0, .entry_timeout = ATTR_TIMEOUT};
-        stats_attr(FS(req), &e.attr);
+        fuse_ino_t ino = strcmp(name, STATS_NAME) == 0 ? STATS_INO : METRICS_INO;
+        struct fuse_entry_param e = {.ino = ino, .attr_timeout = 0, .entry_timeout = ATTR_TIMEOUT};
+        stats_attr(FS(req), ino, &e.attr);
         fuse_reply_entry(req, &e);
         return;
     }
@@ -234,9 +275,9 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)fi;
-    if (ino == STATS_INO) {
+    if (IS_SPECIAL(ino)) {
         struct stat st;
-        stats_attr(FS(req), &st);
+        stats_attr(FS(req), ino, &st);
         fuse_reply_attr(req, &st, 0);
         return;
     }
@@ -300,12 +341,12 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     if (!n)
         return;
     if (!n->is_dir) {
-        fuse_reply_err(req, ENOTDIR);
+        reply_err(req, ENOTDIR);
         return;
     }
     dir_handle *d = calloc(1, sizeof *d);
     if (!d) {
-        fuse_reply_err(req, ENOMEM);
+        reply_err(req, ENOMEM);
         return;
     }
     zf_err err = {""};
@@ -320,7 +361,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     d->nodes = calloc(d->n ? d->n : 1, sizeof *d->nodes);
     if (!d->nodes) {
         dir_handle_free(d);
-        fuse_reply_err(req, ENOMEM);
+        reply_err(req, ENOMEM);
         return;
     }
     for (size_t i = 0; i < d->n; i++)
@@ -347,7 +388,7 @@ static void reply_entries(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off
     dir_handle *d = (dir_handle *)(uintptr_t)fi->fh;
     char *buf = malloc(size);
     if (!buf) {
-        fuse_reply_err(req, ENOMEM);
+        reply_err(req, ENOMEM);
         return;
     }
     size_t used = 0;
@@ -393,7 +434,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 {
     (void)ino;
     handle_release(&((dir_handle *)(uintptr_t)fi->fh)->link);
-    fuse_reply_err(req, 0);
+    reply_err(req, 0);
 }
 
 /* An open statistics file: the snapshot taken at open, read with direct I/O. */
@@ -409,16 +450,16 @@ static void stats_handle_free(open_handle *h)
     free(h);
 }
 
-static void open_stats(fuse_req_t req, struct fuse_file_info *fi)
+static void open_stats(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
-        fuse_reply_err(req, EROFS);
+        reply_err(req, EROFS);
         return;
     }
     stats_handle *sh = calloc(1, sizeof *sh);
-    if (!sh || !(sh->json = zf_hierarchy_stats_json(H(req), replies_failed))) {
+    if (!sh || !(sh->json = special_text(FS(req), ino))) {
         free(sh);
-        fuse_reply_err(req, ENOMEM);
+        reply_err(req, ENOMEM);
         return;
     }
     sh->len = strlen(sh->json);
@@ -485,14 +526,14 @@ void zf_fuse_gone(void *ctx, uint64_t dir_id, const char *name, uint64_t id, boo
 static void reply_done(fuse_req_t req, zf_status st, const zf_err *err, const char *what)
 {
     if (st == ZF_OK)
-        fuse_reply_err(req, 0);
+        reply_err(req, 0);
     else
         reply_change(req, st, err, what);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    if (ino == STATS_INO) {
+    if (IS_SPECIAL(ino)) {
         handle_release(&((stats_handle *)(uintptr_t)fi->fh)->link);
     } else if (FS(req)->rw) { /* store what was written (flags are not known here) */
         zf_node *n = (zf_node *)(uintptr_t)fi->fh;
@@ -500,15 +541,15 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         if (zf_hierarchy_flush(H(req), n, &err) != ZF_OK)
             zf_log_error("%s: storing written chunks: %s", n->path, err.msg);
     }
-    fuse_reply_err(req, 0);
+    reply_err(req, 0);
 }
 
 /* flush (every close) and fsync: store the file's dirty chunks. libfuse does not pass the open
  * flags to flush, so a close of a file only read does it too (a quick no-op). */
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    if (ino == STATS_INO || !FS(req)->rw) {
-        fuse_reply_err(req, 0);
+    if (IS_SPECIAL(ino) || !FS(req)->rw) {
+        reply_err(req, 0);
         return;
     }
     zf_node *n = (zf_node *)(uintptr_t)fi->fh;
@@ -527,13 +568,13 @@ static bool refuse_readonly(fuse_req_t req)
 {
     zf_err err = {""};
     if (!FS(req)->rw) {
-        fuse_reply_err(req, EROFS);
+        reply_err(req, EROFS);
         return true;
     }
     zf_status st = zf_hierarchy_can_write(H(req), &err);
     if (st != ZF_OK) {
         zf_log_debug("refused: %s", err.msg);
-        fuse_reply_err(req, zf_errno(st));
+        reply_err(req, zf_errno(st));
         return true;
     }
     return false;
@@ -547,7 +588,7 @@ static bool refuse_version(fuse_req_t req, const zf_node *n)
         return false;
     zf_log_debug("refused: %s: the versions of a repository are read-only",
                  n->path[0] ? n->path : "/");
-    fuse_reply_err(req, EROFS);
+    reply_err(req, EROFS);
     return true;
 }
 
@@ -574,20 +615,20 @@ static void reply_undecodable(fuse_req_t req, zf_node *n, uint64_t off, size_t s
     if (!atomic_exchange(&n->read_failed_logged, true))
         zf_log_error("%s: cannot be read: %s (every read of it fails with EIO)", n->path,
                      n->meta.unsupported_why ? n->meta.unsupported_why : "unsupported");
-    fuse_reply_err(req, EIO);
+    reply_err(req, EIO);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    if (ino == STATS_INO) {
-        open_stats(req, fi);
+    if (IS_SPECIAL(ino)) {
+        open_stats(req, ino, fi);
         return;
     }
     zf_node *n = node_of(req, ino);
     if (!n)
         return;
     if (n->is_dir) {
-        fuse_reply_err(req, EISDIR);
+        reply_err(req, EISDIR);
         return;
     }
     bool write = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
@@ -595,7 +636,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         return;
     if (n->derived) { /* generated by the hierarchy: read-only, read with read_derived */
         if (write) {
-            fuse_reply_err(req, FS(req)->rw ? EACCES : EROFS);
+            reply_err(req, FS(req)->rw ? EACCES : EROFS);
             return;
         }
         fi->fh = (uintptr_t)n;
@@ -604,7 +645,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         return;
     }
     if (write && !n->pending && zf_array_meta_read_only(&n->meta.array)) {
-        fuse_reply_err(req, FS(req)->rw ? EACCES : EROFS); /* text; optional arrays */
+        reply_err(req, FS(req)->rw ? EACCES : EROFS); /* text; optional arrays */
         return;
     }
     if (write && refuse_readonly(req))
@@ -620,7 +661,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         if (!atomic_exchange(&n->read_failed_logged, true))
             zf_log_warn("%s: cannot be opened: %s (every open of it fails with EOPNOTSUPP)",
                         n->path, err.msg);
-        fuse_reply_err(req, EOPNOTSUPP);
+        reply_err(req, EOPNOTSUPP);
         return;
     }
     if (st != ZF_OK) {
@@ -672,8 +713,8 @@ static bool reply_view(fuse_req_t req, zf_node *n, zf_array *a, uint64_t off, si
         reply_read_error(req, n, st, &err, size, off);
     else if (v.npieces == 0)
         fuse_reply_buf(req, NULL, 0);
-    else
-        fuse_reply_iov(req, v.pieces, (int)v.npieces);
+    else if (fuse_reply_iov(req, v.pieces, (int)v.npieces) == 0)
+        zf_metrics_served(got);
     zf_array_view_release(a, &v);
     return true;
 }
@@ -682,10 +723,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
     if (off < 0) {
-        fuse_reply_err(req, EINVAL);
+        reply_err(req, EINVAL);
         return;
     }
-    if (ino == STATS_INO) {
+    if (IS_SPECIAL(ino)) {
         /* Reply from a copy: once the reader has its bytes it may close the file, and the
          * release (on another thread) frees the snapshot while this thread may still be in
          * writev's return path (where ASan checks the buffer it sent). */
@@ -694,7 +735,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         size_t n = size < sh->len - o ? size : sh->len - o;
         char *copy = malloc(n ? n : 1);
         if (!copy) {
-            fuse_reply_err(req, ENOMEM);
+            reply_err(req, ENOMEM);
             return;
         }
         memcpy(copy, sh->json + o, n);
@@ -739,8 +780,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_lowlevel_notify_inval_inode(FS(req)->se, n->id, -1, 0);
     if (st != ZF_OK)
         reply_read_error(req, n, st, &err, size, (uint64_t)off);
-    else
-        fuse_reply_buf(req, buf, got);
+    else if (fuse_reply_buf(req, buf, got) == 0)
+        zf_metrics_served(got);
     free(buf);
 }
 
@@ -749,7 +790,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 {
     (void)ino;
     if (off < 0) {
-        fuse_reply_err(req, EINVAL);
+        reply_err(req, EINVAL);
         return;
     }
     zf_node *n = (zf_node *)(uintptr_t)fi->fh;
@@ -772,10 +813,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
                        struct fuse_file_info *fi)
 {
     (void)fi;
-    zf_node *n = ino == STATS_INO ? NULL : node_of(req, ino);
+    zf_node *n = IS_SPECIAL(ino) ? NULL : node_of(req, ino);
     if (!n) {
-        if (ino == STATS_INO)
-            fuse_reply_err(req, EROFS);
+        if (IS_SPECIAL(ino))
+            reply_err(req, EROFS);
         return;
     }
     if (refuse_readonly(req) || refuse_version(req, n))
@@ -783,7 +824,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
     if ((to_set & FUSE_SET_ATTR_SIZE) && !n->pending && !n->is_dir &&
         zf_array_meta_read_only(&n->meta.array)) {
         zf_log_info("%s: truncate: a read-only array (text or optional elements)", n->path);
-        fuse_reply_err(req, EACCES); /* as open for writing */
+        reply_err(req, EACCES); /* as open for writing */
         return;
     }
     if (to_set & FUSE_SET_ATTR_SIZE) {
@@ -814,7 +855,7 @@ static bool parent_dir(fuse_req_t req, fuse_ino_t parent, zf_node **out)
     if (!dir)
         return false;
     if (!dir->is_dir) {
-        fuse_reply_err(req, ENOTDIR);
+        reply_err(req, ENOTDIR);
         return false;
     }
     *out = dir;
@@ -842,7 +883,7 @@ static void create_file(fuse_req_t req, fuse_ino_t parent, const char *name, mod
     if (refuse_readonly(req) || !parent_dir(req, parent, &dir) || refuse_version(req, dir))
         return;
     if (!S_ISREG(mode) && (mode & S_IFMT)) { /* devices, fifos, sockets: not Zarr nodes */
-        fuse_reply_err(req, EPERM);
+        reply_err(req, EPERM);
         return;
     }
     zf_err err = {""};
@@ -899,7 +940,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
     zf_status st = zf_hierarchy_child(H(req), dir, name, &n, &err);
     if (st == ZF_OK && !n->pending && !n->is_dir && !FS(req)->allow_delete) {
         zf_log_info("%s: deleting arrays needs -o allow_delete", n->path);
-        fuse_reply_err(req, EPERM);
+        reply_err(req, EPERM);
         return;
     }
     if (st == ZF_OK || st == ZF_ERR_NOT_FOUND)
@@ -983,15 +1024,15 @@ static void reply_value(fuse_req_t req, const char *v, size_t len, size_t size)
     if (size == 0)
         fuse_reply_xattr(req, len);
     else if (size < len)
-        fuse_reply_err(req, ERANGE);
+        reply_err(req, ERANGE);
     else
         fuse_reply_buf(req, v, len);
 }
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-    if (ino == STATS_INO) {
-        fuse_reply_err(req, ENODATA);
+    if (IS_SPECIAL(ino)) {
+        reply_err(req, ENODATA);
         return;
     }
     zf_node *n = node_of(req, ino);
@@ -1010,7 +1051,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
                         "as %s.0 ... %s.%zu", n->path[0] ? n->path : "/", XATTRS[i], len,
                         XATTRS[i], XATTRS[i], pieces - 1);
             free(v);
-            fuse_reply_err(req, E2BIG);
+            reply_err(req, E2BIG);
             return;
         }
         if (!name[nl]) {
@@ -1031,12 +1072,12 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
         free(v);
         return;
     }
-    fuse_reply_err(req, ENODATA);
+    reply_err(req, ENODATA);
 }
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-    if (ino == STATS_INO) {
+    if (IS_SPECIAL(ino)) {
         fuse_reply_xattr(req, 0);
         return;
     }
@@ -1066,7 +1107,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
         }
     }
     if (!buf) {
-        fuse_reply_err(req, ENOMEM);
+        reply_err(req, ENOMEM);
         return;
     }
     reply_value(req, buf, len, size);
@@ -1077,8 +1118,8 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
                         size_t size, int flags)
 {
     (void)flags;
-    if (ino == STATS_INO) {
-        fuse_reply_err(req, EROFS);
+    if (IS_SPECIAL(ino)) {
+        reply_err(req, EROFS);
         return;
     }
     zf_node *n = node_of(req, ino);
@@ -1111,14 +1152,14 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
         refuse_version(req, zf_hierarchy_node(H(req), newparent)))
         return;
     zf_log_info("%s: renaming Zarr nodes is not supported", name);
-    fuse_reply_err(req, EPERM);
+    reply_err(req, EPERM);
 }
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
     (void)name;
     if (!refuse_readonly(req) && !refuse_version(req, zf_hierarchy_node(H(req), ino)))
-        fuse_reply_err(req, EPERM);
+        reply_err(req, EPERM);
 }
 
 static void op_destroy(void *userdata)

@@ -25,6 +25,7 @@
 #include "zarrfs/json.h"
 #include "zarrfs/log.h"
 #include "zarrfs/mem.h"
+#include "zarrfs/sbuf.h"
 
 /* Threads storing written chunks (at least; remote stores: as many as requests). */
 #define WRITEBACK_THREADS 8
@@ -1306,6 +1307,70 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
                      (unsigned long long)m.fresh, (unsigned long long)m.reused, m.pooled_bytes,
                      (unsigned long long)replies_failed, dc);
     return n < 0 ? NULL : out;
+}
+
+/* One sample of a metric with its HELP and TYPE lines. */
+static void metric(zf_sbuf *b, const char *name, const char *type, const char *help,
+                   const char *labels, double v)
+{
+    zf_sbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s{%s} %.17g\n", name, help, name, type, name,
+                   labels, v);
+}
+
+void zf_hierarchy_metrics(zf_hierarchy *h, zf_sbuf *b, const char *l)
+{
+    zf_cache_stats c;
+    zf_decode_stats d;
+    zf_store_stats s;
+    zf_cache_get_stats(h->cache, &c);
+    zf_array_get_decode_stats(&d);
+    zf_store_get_stats(h->store, &s);
+    if (h->versions)
+        zf_h_versions_store_stats(h, &s);
+    zf_mem_stats m = zf_mem_get_stats();
+    metric(b, "zarrfs_cache_hits_total", "counter", "Chunk lookups the cache answered.", l,
+           (double)c.hits);
+    metric(b, "zarrfs_cache_misses_total", "counter", "Chunk lookups that loaded the chunk.", l,
+           (double)c.misses);
+    metric(b, "zarrfs_cache_evictions_total", "counter", "Chunks evicted from the cache.", l,
+           (double)c.evictions);
+    metric(b, "zarrfs_cache_load_failures_total", "counter", "Chunk loads that failed.", l,
+           (double)c.loads_failed);
+    metric(b, "zarrfs_cache_size_bytes", "gauge", "Bytes of decoded chunks in the cache.", l,
+           (double)c.bytes);
+    metric(b, "zarrfs_cache_capacity_bytes", "gauge", "The cache's bound (-o cache_size).", l,
+           (double)zf_cache_capacity(h->cache));
+    metric(b, "zarrfs_cache_entries", "gauge", "Chunks in the cache.", l, (double)c.entries);
+    metric(b, "zarrfs_cache_dirty_bytes", "gauge", "Bytes written and not yet stored.", l,
+           (double)c.dirty_bytes);
+    metric(b, "zarrfs_chunks_decoded_total", "counter", "Chunks decoded.", l, (double)d.chunks);
+    metric(b, "zarrfs_chunk_decode_failures_total", "counter",
+           "Chunks that could not be decoded (corrupt).", l, (double)d.failures);
+    metric(b, "zarrfs_chunks_encoded_total", "counter", "Chunks encoded for writing.", l,
+           (double)d.encoded);
+    metric(b, "zarrfs_chunk_encode_failures_total", "counter", "Chunks that failed to encode.",
+           l, (double)d.encode_failures);
+    metric(b, "zarrfs_store_requests_total", "counter",
+           "Requests to the store (reads, listings and writes).", l, (double)s.requests);
+    metric(b, "zarrfs_store_errors_total", "counter", "Store requests that failed.", l,
+           (double)s.errors);
+    metric(b, "zarrfs_store_retries_total", "counter", "Retried store requests.", l,
+           (double)s.retries);
+    metric(b, "zarrfs_store_writes_total", "counter", "Store writes (of the requests).", l,
+           (double)s.writes);
+    metric(b, "zarrfs_store_fetched_bytes_total", "counter", "Bytes read from the store.", l,
+           (double)s.bytes);
+    metric(b, "zarrfs_store_written_bytes_total", "counter", "Bytes written to the store.", l,
+           (double)s.bytes_written);
+    metric(b, "zarrfs_buffer_pool_bytes", "gauge", "Chunk buffers kept for reuse.", l,
+           (double)m.pooled_bytes);
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f && fscanf(f, "%ld %ld", &pages, &resident) == 2 && resident >= 0)
+        metric(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", l,
+               (double)resident * (double)sysconf(_SC_PAGESIZE));
+    if (f)
+        fclose(f);
 }
 
 static zf_status read_consolidated(zf_hierarchy *h, zf_err *err)

@@ -16,6 +16,7 @@
 #include "zarrfs/store.h"
 
 #include "store_impl.h"
+#include "zarrfs/metrics.h"
 
 void zf_bytes_free(zf_bytes *b)
 {
@@ -340,17 +341,19 @@ static zf_status outcome(zf_store *s, zf_status st, const zf_bytes *out)
     return st;
 }
 
-/* Count one request other than a write, ended with st. */
-static zf_status counted(zf_store *s, zf_status st, const zf_bytes *out)
+/* Count one request other than a write, begun at t0 (zf_metrics_now_ns) and ended with st. */
+static zf_status counted(zf_store *s, uint64_t t0, zf_status st, const zf_bytes *out)
 {
     s->n_requests++;
+    zf_metrics_store_request(s->ops->scheme, st, zf_metrics_now_ns() - t0);
     return outcome(s, st, out);
 }
 
 zf_status zf_store_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)
 {
+    uint64_t t0 = zf_metrics_now_ns();
     zf_status st = check_key(key, false, err);
-    return st ? st : counted(s, s->ops->get(s, key, out, err), out);
+    return st ? st : counted(s, t0, s->ops->get(s, key, out, err), out);
 }
 
 /* get_bounded of a backend without get_bounded and read_versioned: its stat, then its get. */
@@ -397,54 +400,60 @@ static zf_status get_bounded(zf_store *s, const char *key, uint64_t max_size, zf
 zf_status zf_store_get_bounded(zf_store *s, const char *key, uint64_t max_size, zf_bytes *out,
                                zf_err *err)
 {
+    uint64_t t0 = zf_metrics_now_ns();
     zf_status st = check_key(key, false, err);
-    return st ? st : counted(s, get_bounded(s, key, max_size, out, NULL, err), out);
+    return st ? st : counted(s, t0, get_bounded(s, key, max_size, out, NULL, err), out);
 }
 
 zf_status zf_store_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
                                zf_bytes *out, zf_err *err)
 {
+    uint64_t t0 = zf_metrics_now_ns();
     zf_status st = check_key(key, false, err);
-    return st ? st : counted(s, s->ops->get_partial(s, key, offset, len, out, err), out);
+    return st ? st : counted(s, t0, s->ops->get_partial(s, key, offset, len, out, err), out);
 }
 
 zf_status zf_store_get_suffix(zf_store *s, const char *key, uint64_t len, zf_bytes *out,
                               uint64_t *total, zf_err *err)
 {
+    uint64_t t0 = zf_metrics_now_ns();
     zf_status st = check_key(key, false, err);
     if (st != ZF_OK)
         return st;
     if (s->ops->get_suffix)
-        return counted(s, s->ops->get_suffix(s, key, len, out, total, err), out);
+        return counted(s, t0, s->ops->get_suffix(s, key, len, out, total, err), out);
     uint64_t size;
-    if ((st = counted(s, s->ops->stat(s, key, &size, NULL, err), NULL)) != ZF_OK)
+    if ((st = counted(s, t0, s->ops->stat(s, key, &size, NULL, err), NULL)) != ZF_OK)
         return st;
     *total = size;
-    return counted(s, s->ops->get_partial(s, key, size > len ? size - len : 0, len, out, err),
+    t0 = zf_metrics_now_ns();
+    return counted(s, t0, s->ops->get_partial(s, key, size > len ? size - len : 0, len, out, err),
                    out);
 }
 
 zf_status zf_store_stat(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
                         zf_err *err)
 {
+    uint64_t t0 = zf_metrics_now_ns();
     zf_status st = check_key(key, false, err);
-    return st ? st : counted(s, s->ops->stat(s, key, size, mtime, err), NULL);
+    return st ? st : counted(s, t0, s->ops->stat(s, key, size, mtime, err), NULL);
 }
 
 zf_status zf_store_read_versioned(zf_store *s, const char *key, zf_read_kind kind,
                                   uint64_t offset, uint64_t len, zf_bytes *out,
                                   zf_store_version *ver, zf_err *err)
 {
+    uint64_t t0 = zf_metrics_now_ns();
     zf_status st = check_key(key, false, err);
     if (st != ZF_OK)
         return st;
     memset(ver, 0, sizeof *ver);
     if (s->ops->read_versioned)
-        return counted(s, s->ops->read_versioned(s, key, kind, offset, len, out, ver, err),
+        return counted(s, t0, s->ops->read_versioned(s, key, kind, offset, len, out, ver, err),
                        kind == ZF_READ_STAT ? NULL : out);
     switch (kind) { /* a backend without versions: only the size is known */
     case ZF_READ_ALL:
-        return counted(s, get_bounded(s, key, len, out, ver, err), out);
+        return counted(s, t0, get_bounded(s, key, len, out, ver, err), out);
     case ZF_READ_RANGE:
         return zf_store_get_partial(s, key, offset, len, out, err);
     case ZF_READ_SUFFIX:
@@ -472,8 +481,9 @@ bool zf_store_version_equal(const zf_store_version *a, const zf_store_version *b
 
 zf_status zf_store_list_dir(zf_store *s, const char *prefix, zf_store_listing *out, zf_err *err)
 {
+    uint64_t t0 = zf_metrics_now_ns();
     zf_status st = check_key(prefix, true, err);
-    return st ? st : counted(s, s->ops->list_dir(s, prefix, out, err), NULL);
+    return st ? st : counted(s, t0, s->ops->list_dir(s, prefix, out, err), NULL);
 }
 
 bool zf_store_is_writable(const zf_store *s) { return s->ops->set && s->ops->erase; }
@@ -484,10 +494,11 @@ static zf_status read_only(const zf_store *s, zf_err *err)
                    s->ops->scheme);
 }
 
-/* Count one write request that ended with st, having stored `bytes`. */
-static zf_status counted_write(zf_store *s, zf_status st, size_t bytes)
+/* Count one write request, begun at t0, that ended with st, having stored `bytes`. */
+static zf_status counted_write(zf_store *s, uint64_t t0, zf_status st, size_t bytes)
 {
-    s->n_writes++; /* (not n_requests: the stats add the writes to it) */
+    s->n_writes++;
+    zf_metrics_store_request(s->ops->scheme, st, zf_metrics_now_ns() - t0); /* (not n_requests: the stats add the writes to it) */
     if (st == ZF_OK)
         s->n_bytes_written += bytes;
     return outcome(s, st, NULL);
@@ -496,17 +507,19 @@ static zf_status counted_write(zf_store *s, zf_status st, size_t bytes)
 zf_status zf_store_set(zf_store *s, const char *key, const uint8_t *data, size_t len,
                        zf_err *err)
 {
+    uint64_t t0 = zf_metrics_now_ns();
     zf_status st = check_key(key, false, err);
     if (st != ZF_OK)
         return st;
     if (!s->ops->set)
         return read_only(s, err);
-    return counted_write(s, s->ops->set(s, key, data, len, err), len);
+    return counted_write(s, t0, s->ops->set(s, key, data, len, err), len);
 }
 
 zf_status zf_store_set_cond(zf_store *s, const char *key, const uint8_t *data, size_t len,
                             const zf_store_cond *c, zf_err *err)
 {
+    uint64_t t0 = zf_metrics_now_ns();
     zf_status st = check_key(key, false, err);
     if (st == ZF_OK && c && c->within)
         st = check_key(c->within, true, err);
@@ -518,8 +531,8 @@ zf_status zf_store_set_cond(zf_store *s, const char *key, const uint8_t *data, s
     if (!s->ops->set)
         return read_only(s, err);
     if (!s->ops->set_cond)
-        return counted_write(s, s->ops->set(s, key, data, len, err), len);
-    return counted_write(s, s->ops->set_cond(s, key, data, len, c, err), len);
+        return counted_write(s, t0, s->ops->set(s, key, data, len, err), len);
+    return counted_write(s, t0, s->ops->set_cond(s, key, data, len, c, err), len);
 }
 
 zf_status zf_store_set_within(zf_store *s, const char *within, const char *key,
@@ -537,29 +550,32 @@ zf_status zf_store_set_if(zf_store *s, const char *key, const uint8_t *data, siz
 
 zf_status zf_store_erase(zf_store *s, const char *key, zf_err *err)
 {
+    uint64_t t0 = zf_metrics_now_ns();
     zf_status st = check_key(key, false, err);
     if (st != ZF_OK)
         return st;
     if (!s->ops->erase)
         return read_only(s, err);
-    return counted_write(s, s->ops->erase(s, key, err), 0);
+    return counted_write(s, t0, s->ops->erase(s, key, err), 0);
 }
 
 zf_status zf_store_erase_if(zf_store *s, const char *key, const zf_store_version *base,
                             zf_err *err)
 {
+    uint64_t t0 = zf_metrics_now_ns();
     zf_status st = check_key(key, false, err);
     if (st != ZF_OK)
         return st;
     if (!s->ops->erase)
         return read_only(s, err);
-    return counted_write(s, s->ops->erase_if ? s->ops->erase_if(s, key, base, err)
+    return counted_write(s, t0, s->ops->erase_if ? s->ops->erase_if(s, key, base, err)
                                              : s->ops->erase(s, key, err),
                          0);
 }
 
 zf_status zf_store_remove_dir(zf_store *s, const char *prefix, zf_err *err)
 {
+    uint64_t t0 = zf_metrics_now_ns();
     zf_status st = check_key(prefix, false, err);
     if (st != ZF_OK)
         return st;
@@ -567,7 +583,7 @@ zf_status zf_store_remove_dir(zf_store *s, const char *prefix, zf_err *err)
         return read_only(s, err);
     if (!s->ops->remove_dir)
         return ZF_OK;
-    return counted_write(s, s->ops->remove_dir(s, prefix, err), 0);
+    return counted_write(s, t0, s->ops->remove_dir(s, prefix, err), 0);
 }
 
 void zf_store_close(zf_store *s)
