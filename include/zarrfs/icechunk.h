@@ -109,6 +109,7 @@ typedef struct zf_ic_container {
                            "http", "local_file_system", ... (never NULL) */
     char *endpoint_url; /* NULL when absent or null */
     char *region;       /* NULL when absent or null */
+    char *account;      /* Azure's options' "account" (its storage account); NULL when absent */
     bool anonymous, allow_http, force_path_style;
 } zf_ic_container;
 

@@ -52,6 +52,7 @@ void zf_ic_config_free(zf_ic_config *c)
         free(x->url_prefix);
         free(x->kind);
         free(x->endpoint_url);
+        free(x->account);
         free(x->region);
     }
     free(c->containers);
@@ -236,6 +237,7 @@ static zf_status container(const walk *w, const yaml_node_t *n, zf_ic_config *ou
         return ZF_OK;
     if ((st = get_string(w, opts, "endpoint_url", false, &c->endpoint_url)) != ZF_OK ||
         (st = get_string(w, opts, "region", false, &c->region)) != ZF_OK ||
+        (st = get_string(w, opts, "account", false, &c->account)) != ZF_OK ||
         (st = get_bool(w, opts, "anonymous", &c->anonymous)) != ZF_OK ||
         (st = get_bool(w, opts, "allow_http", &c->allow_http)) != ZF_OK ||
         (st = get_bool(w, opts, "force_path_style", &c->force_path_style)) != ZF_OK)

@@ -644,6 +644,7 @@ zf_status flex_container(flex_walk &w, flexbuffers::Reference v, zf_ic_config *o
     flexbuffers::Map om = opts.AsMap();
     if ((st = flex_string(w, om, "endpoint_url", &c->endpoint_url, false)) != ZF_OK ||
         (st = flex_string(w, om, "region", &c->region, false)) != ZF_OK ||
+        (st = flex_string(w, om, "account", &c->account, false)) != ZF_OK ||
         (st = flex_bool(w, om, "anonymous", &c->anonymous)) != ZF_OK ||
         (st = flex_bool(w, om, "allow_http", &c->allow_http)) != ZF_OK ||
         (st = flex_bool(w, om, "force_path_style", &c->force_path_style)) != ZF_OK)

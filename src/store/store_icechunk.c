@@ -820,6 +820,21 @@ static bool authorized(const ic_repo *r, const char *location)
     return false;
 }
 
+/* Open the store at url with its scheme replaced by scheme (Icechunk's gcs:// and azure:// are
+ * zarrfs's gs:// and az://). */
+static zf_status open_renamed(const char *url, const char *scheme,
+                              zf_status (*open)(const char *, const zf_store_options *,
+                                                zf_store **, zf_err *),
+                              const zf_store_options *o, zf_store **out, zf_err *err)
+{
+    char *u = NULL;
+    if (asprintf(&u, "%s%s", scheme, strstr(url, "://") + 3) < 0)
+        return ZF_ERR_NOMEM;
+    zf_status st = open(u, o, out, err);
+    free(u);
+    return st;
+}
+
 /* The store of container c (opened on first use). Called with r->mu held. */
 static zf_status vstore_locked(ic_repo *r, size_t c, zf_store **out, zf_err *err)
 {
@@ -851,6 +866,17 @@ static zf_status vstore_locked(ic_repo *r, size_t c, zf_store **out, zf_err *err
         st = zf_store_http_open(base, &o, &r->vstores[c].store, err);
     else if (!strcmp(k, "local_file_system") && starts_with(base, "file://"))
         st = zf_store_file_open(base + strlen("file://"), &r->vstores[c].store, err);
+    else if (!strcmp(k, "gcs") && (starts_with(base, "gs://") || starts_with(base, "gcs://")))
+        st = open_renamed(base, "gs://", zf_store_gcs_open, &o, &r->vstores[c].store, err);
+    else if (!strcmp(k, "azure") && (starts_with(base, "az://") || starts_with(base, "azure://") ||
+                                     starts_with(base, "abfs://"))) {
+        if (ct->account) /* Icechunk's Azure options name the storage account */
+            o.account = ct->account;
+        st = starts_with(base, "abfs://")
+                 ? zf_store_azure_open(base, &o, &r->vstores[c].store, err)
+                 : open_renamed(base, "az://", zf_store_azure_open, &o, &r->vstores[c].store,
+                                err);
+    }
     else
         st = zf_fail(err, ZF_ERR_UNSUPPORTED,
                      "container %s: stores of kind \"%s\" at this URL are not supported", base,
