@@ -743,7 +743,8 @@ static bool is_directory_store(const zf_store *s)
     if (!strcmp(s->ops->scheme, "diskcache") && s->inner) /* the store it caches */
         s = s->inner;
     const char *k = s->ops->scheme;
-    return !strcmp(k, "file") || !strcmp(k, "http") || !strcmp(k, "s3");
+    return !strcmp(k, "file") || !strcmp(k, "http") || !strcmp(k, "s3") || !strcmp(k, "gs") ||
+           !strcmp(k, "az");
 }
 
 /* Open the store (wrapped in the disk cache when asked), and with icechunk the Icechunk
