@@ -55,7 +55,7 @@ zf_status zf_array_enable_write(zf_array *a, bool write_empty_chunks, zf_err *er
  * whose stored chunks leave the cache behind it, touches no fresh memory), holding the fill value
  * everywhere when fill. (Plain malloc had been chosen here for fear of huge-page compaction while
  * a writer fills the page cache; with the pool, 512 MiB dd's through the mount were as fast or
- * faster with the huge-page advice: docs/benchmarks.md, "Write-behind".) */
+ * faster with the huge-page advice: docs/benchmarks-history.md, "Write-behind".) */
 static uint8_t *fill_chunk(zf_array *a, size_t nbytes, bool fill)
 {
     uint8_t *p = zf_alloc_chunk(nbytes ? nbytes : 1);

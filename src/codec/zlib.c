@@ -9,7 +9,7 @@
  * zf_deflate_stream is the deflate loop both encoders share.
  *
  * Where the decoded size is known, libdeflate decodes first (zf_fast_inflate: about twice
- * zlib's speed on these chunks, docs/benchmarks.md); any outcome but exactly that size, or an
+ * zlib's speed on these chunks, docs/benchmarks-history.md); any outcome but exactly that size, or an
  * error, is decoded again by zlib, whose result and messages are the reference. */
 #include <libdeflate.h>
 #include <limits.h>

@@ -4,7 +4,7 @@
  *
  * Why the pool: a chunk of a few MiB in fresh memory costs the kernel a zeroed page for every
  * page the decoder (or a read) then overwrites; in a read through -o direct_io that zeroing was a
- * fifth of the daemon's time (docs/benchmarks.md, "Profile of a direct read"). Chunks of one
+ * fifth of the daemon's time (docs/benchmarks-history.md, "Profile of a direct read"). Chunks of one
  * array all have one size, so a buffer given back by zf_free_chunk serves the next
  * zf_alloc_chunk of its class (sizes from 2 MiB up rounded up to whole 2 MiB) without a fault.
  *

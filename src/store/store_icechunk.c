@@ -57,7 +57,7 @@ enum { AT_BRANCH, AT_TAG, AT_SNAPSHOT };
 /* The ManifestRefs of one array node of a snapshot, unpacked once: looking a chunk up among
  * them through the FlatBuffers accessors for every chunk cost O(manifests) each (an array of
  * 10^5 chunks in 1,000 manifests: 86 % of the daemon's CPU on a whole read, 8x slower than the
- * same chunks as files; docs/benchmarks.md, "Icechunk"). */
+ * same chunks as files; docs/benchmarks-history.md, "Icechunk"). */
 typedef struct ic_extents {
     size_t n, ndim;
     bool slow;           /* extents that overlap or whose dimensions differ from the array's:
