@@ -599,6 +599,41 @@ class Faults(zfmount.TestCase):
             self.assertEqual(m.stop(), (0, "fusermount3 -u"))
 
 
+    def test_02_redirect_elsewhere(self):
+        """A 307 to another origin: not followed (EIO); the other server receives nothing, so
+        neither the SAS nor a signature leaves the endpoint."""
+        got = []
+
+        class Other(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                got.append(self.path)
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_HEAD = do_GET
+
+        other = _Server(("127.0.0.1", 0), Other)
+        threading.Thread(target=other.serve_forever, daemon=True).start()
+        sas = rs.account_sas(time.time() + 3600, permissions="rl")
+        m = mount_az("v2.zarr?" + sas, {}, label="az-redirect")
+        try:
+            target = "/%s/%s/v2.zarr/bz2_u1/" % (rs.AZ_ACCOUNT, CONTAINER)
+            loc = "http://127.0.0.1:%d/elsewhere" % other.server_address[1]
+            with PROXY.rule(match=lambda meth, p, q: p.startswith(target), status=307,
+                            code="Moved", headers={"Location": loc}) as r:
+                self.assertErrno(errno.EIO, zfmount.read_all, m.path("bz2_u1"))
+                self.assertGreater(r.get("hits", 0), 0)
+        finally:
+            self.assertEqual(m.stop(), (0, "fusermount3 -u"))
+            other.shutdown()
+            other.server_close()
+        self.assertEqual(got, [])
+
+
 class Writes(zfmount.TestCase):
 
     def test_01_write_and_read_back(self):
