@@ -15,14 +15,16 @@ with x-ms-retry-after-ms, a 403 on one key, a listing page cut short.
   they were built from; every request carried x-ms-version, x-ms-date and a SharedKey signature.
 * Credentials: anonymous reads of a public container; account SAS from a credentials file,
   container SAS from $AZURE_STORAGE_SAS_TOKEN, a SAS in the URL (hidden in /proc/mounts, the
-  command line and the logs), Shared Key from the credentials file; refusals naming the
+  command line and the logs), Shared Key from the credentials file, a bearer token sent as
+  "Authorization: Bearer" (Azurite refuses OAuth over HTTP); refusals naming the
   credential (wrong key, a SAS for another container, anonymous on a private container, a
   missing container); a 403 on one key later is EACCES; an expired SAS in the credentials file
   is EACCES until the file holds a fresh one, then reads work again without a remount.
 * Listing: 10^4 blobs before a group's children, over Azurite's 5,000-name pages and over pages
   of 700 (maxresults, $ZARRFS_TEST_AZURE_MAXRESULTS); a page cut short is an error (EIO), not a
   short listing.
-* Faults: 503 with x-ms-retry-after-ms on requests: retried after the delay asked for.
+* Faults: 503 with x-ms-retry-after-ms on requests: retried after the delay asked for; a
+  redirect to another origin is not followed (the SAS stays home).
 * Writes (-o rw): chunks written through the mount read back by zarr-python from Azurite; another
   writer's chunks changed between zarrfs's read and write are merged, not lost (other_writer.py).
 * -o direct_io and -o disk_cache=DIR on an az:// mount.
@@ -524,6 +526,26 @@ class Credentials(zfmount.TestCase):
             self.assertEqual(m.stop(), (0, "fusermount3 -u"))
         text = m.stderr_text()
         self.assertEqual(text.count("waiting for a fresh one in the file"), 1, text)
+
+
+    def test_07_bearer_token(self):
+        """The credentials file's bearer_token is sent as "Authorization: Bearer" with
+        x-ms-version (Azurite takes OAuth tokens only over HTTPS: it refuses this one, and the
+        refusal names the credential, never the token)."""
+        token = "zarrfs-test-oauth-token-0123456789"
+        path = credentials_file(["bearer_token = " + token])
+        mark = PROXY.mark()
+        st, err, mounted = refusal(azurl("v2.zarr"), {}, extra=["credentials=" + path])
+        self.assertFalse(mounted)
+        self.assertNotEqual(st, 0)
+        self.assertIn("the bearer token of -o credentials", err)
+        self.assertNotIn(token, err)
+        time.sleep(0.3)
+        recs = PROXY.since(mark)
+        self.assertTrue(recs)
+        for r in recs:
+            self.assertEqual(r["headers"].get("authorization"), "Bearer " + token)
+            self.assertIn("x-ms-version", r["headers"])
 
 
 class Listing(zfmount.TestCase):
