@@ -27,7 +27,7 @@ with x-ms-retry-after-ms, a 403 on one key, a listing page cut short.
   redirect to another origin is not followed (the SAS stays home).
 * Writes (-o rw): chunks written through the mount read back by zarr-python from Azurite; another
   writer's chunks changed between zarrfs's read and write are merged, not lost (other_writer.py).
-* -o direct_io and -o disk_cache=DIR on an az:// mount.
+* -o direct_io and -o disk_cache=DIR on an az:// mount; a zip archive named with a SAS.
 """
 
 import contextlib
@@ -768,6 +768,12 @@ class Writes(zfmount.TestCase):
         self.assertGreaterEqual(PROXY.conflicts - before, 2)
 
 
+    def test_04_other_writer_shard_merged(self):
+        """The same for a shard (zarrita.js reads the result)."""
+        other_writer.shard_case(self, WORK, *self.az_store("other-shard.zarr",
+                                                           other_writer.write_shard_store))
+
+
 class Modes(zfmount.TestCase):
 
     def test_01_direct_io(self):
@@ -799,6 +805,29 @@ class Modes(zfmount.TestCase):
             else:
                 self.assertEqual(gets, [], "the second mount reads chunks from the disk cache")
         self.assertTrue(any(files for _d, _s, files in os.walk(cache)))
+
+
+    def test_03_zip_archive_with_sas(self):
+        """A zip archive in a container, named by an az:// URL with a SAS: the archive is read
+        by ranges through the container's store, which takes the SAS."""
+        import zipfile
+        src = os.path.join(SRV, "v2.zarr")
+        zpath = os.path.join(WORK, "v2.zip")
+        with zipfile.ZipFile(zpath, "w", zipfile.ZIP_STORED) as zf:
+            for dirpath, _d, names in os.walk(src):
+                for n in names:
+                    p = os.path.join(dirpath, n)
+                    zf.write(p, os.path.relpath(p, src))
+        with open(zpath, "rb") as f:
+            AZ.client().put(CONTAINER, "archives/v2.zip", f.read())
+        sas = rs.account_sas(time.time() + 3600, permissions="rl")
+        m = mount_az("archives/v2.zip?" + sas, {}, label="az-zip")
+        try:
+            z = zfmount.open_zarr_array(os.path.join(src, "lz4_f8"))
+            self.assertBytesEqual(zfmount.read_all(m.path("lz4_f8")), zfmount.expected_bytes(z),
+                                  "lz4_f8 in the archive")
+        finally:
+            self.assertEqual(m.stop(), (0, "fusermount3 -u"))
 
 
 if __name__ == "__main__":
