@@ -159,6 +159,9 @@ typedef struct zf_store_options {
      * and redirects elsewhere never receive them. */
     const struct zf_credentials *credentials;
     const char *credentials_url;
+    /* The absolute path credentials was read from (NULL: none): an Azure SAS token taken from it
+     * is re-read from the file when it expires or is refused. */
+    const char *credentials_path;
     /* netrc[=FILE]: the path of a .netrc file (checked with zf_secret_file_check) that libcurl
      * reads for HTTP(S) stores, by host, when no other credentials apply; NULL: none. */
     const char *netrc;
@@ -203,7 +206,9 @@ bool zf_store_is_remote(const zf_store *s);
 /* The store name url as messages, logs and /proc/mounts may show it: a copy with the password
  * of a URL's userinfo hidden (scheme://user:password@host/... -> scheme://user:***@host/...; RFC
  * 3986 3.2.1 deprecates passwords in URLs), and a user name alone too, which is often a token
- * (TOKEN@host becomes ***@host); anything without "://" (a local path) unchanged.
+ * (TOKEN@host becomes ***@host); the values of the query parameters that are signatures or
+ * tokens (sig, as in Azure SAS tokens; X-Amz-Signature, X-Amz-Security-Token,
+ * X-Goog-Signature; any case) become "***"; anything without "://" (a local path) unchanged.
  * malloc'ed; NULL when out of memory. */
 char *zf_url_redact(const char *url);
 
@@ -269,12 +274,18 @@ bool zf_store_gcs_url(const char *url);
 
 /* Azure Blob Storage at az://CONTAINER/PREFIX (account from opts->account, the credentials file
  * or $AZURE_STORAGE_ACCOUNT_NAME), abfs[s]://CONTAINER@ACCOUNT.dfs.core.windows.net/PREFIX or
- * https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX (store_azure.c): Get Blob with Range,
- * List Blobs with prefix, delimiter and marker, Put Blob conditional on If-Match /
- * If-None-Match, Delete Blob. Credentials, unless anonymous: a SAS token (the URL's query,
- * opts->credentials' azure_storage_sas_token, $AZURE_STORAGE_SAS_TOKEN; a file's is re-read when
- * the token expires), a Shared Key (azure_storage_account_key, $AZURE_STORAGE_ACCOUNT_KEY), a
- * bearer token; else anonymous. opts->endpoint: the account's blob endpoint (Azurite). */
+ * https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX (store_azure.c); a query after any of
+ * them is a SAS token. Get Blob with Range, Get Blob Properties, List Blobs with prefix,
+ * delimiter "/" and marker, Put Blob (BlockBlob) conditional on If-Match / If-None-Match: *
+ * (409/412: ZF_ERR_CONFLICT), Delete Blob. Credentials, unless anonymous, the first found of: a
+ * SAS token (the URL's query, opts->credentials' azure_storage_sas_token, $AZURE_STORAGE_SAS_TOKEN;
+ * one of the file at opts->credentials_path is re-read when it expires or is refused), a Shared
+ * Key (azure_storage_account_key, $AZURE_STORAGE_ACCOUNT_KEY; HMAC-SHA256), the file's
+ * bearer_token; else anonymous. opts->endpoint: the account's blob endpoint (default
+ * https://ACCOUNT.blob.core.windows.net; blobs at ENDPOINT/CONTAINER/KEY). Errors: ZF_ERR_INVALID
+ * (a malformed URL, container name, prefix, SAS or key; no account where one is needed);
+ * later, 404 is "not found", a missing container ZF_ERR_IO naming it, 401/403 ZF_ERR_ACCESS
+ * naming the credential tried, an expired SAS ZF_ERR_ACCESS (logged once). */
 zf_status zf_store_azure_open(const char *url, const zf_store_options *opts, zf_store **out,
                               zf_err *err);
 /* True for the URLs zf_store_azure_open serves (az://, abfs://, abfss://,

@@ -126,7 +126,7 @@ static void usage(const char *prog)
            "                           STORE.nc) (default: off)\n"
            "    -o sidecars=KINDS      only these: a list of envi,mhd,nhdr,npy,tif,nc\n"
            "                           (default: off)\n"
-           "\nremote stores (http://, https://, s3://BUCKET/PREFIX):\n"
+           "\nremote stores (http://, https://, s3://BUCKET/PREFIX, az://CONTAINER/PREFIX):\n"
            "    -o max_connections=N   concurrent requests (default: %u)\n"
            "    -o retries=N           retries of a failed request (default: %u)\n"
            "    -o timeout=SECONDS     per request (default: %g)\n"
@@ -137,18 +137,21 @@ static void usage(const char *prog)
            "    -o disk_cache_size=SIZE  bound of the disk cache (default: "
            DEFAULT_DISK_CACHE_SIZE ")\n"
            "    -o insecure            do not verify TLS certificates (default: verify)\n"
-           "    -o endpoint=URL        S3 endpoint (default: AWS, from the region)\n"
+           "    -o endpoint=URL        S3 endpoint (default: AWS, from the region); Azure:\n"
+           "                           the account's blob endpoint\n"
+           "    -o account=NAME        Azure storage account of az:// URLs (see zarrfs(1))\n"
            "    -o region=R            S3 region (default: $AWS_REGION or us-east-1)\n"
            "    -o profile=P           ~/.aws/credentials profile (default: $AWS_PROFILE or\n"
            "                           default)\n"
-           "    -o anonymous           unsigned S3 requests (default: signed)\n"
-           "    -o credentials=FILE    S3 keys, an HTTP user and password or a bearer token,\n"
+           "    -o anonymous           unsigned S3 and Azure requests (default: signed)\n"
+           "    -o credentials=FILE    S3 or Azure keys, an Azure SAS token, an HTTP user and\n"
+           "                           password or a bearer token,\n"
            "                           from FILE (mode 0600, yours; see zarrfs(1)), before\n"
            "                           the URL's and the environment's (default: none)\n"
            "    -o netrc               HTTP(S) user and password by host from ~/.netrc\n"
            "                           (default: not read)\n"
            "    -o netrc=FILE          the same from FILE (default: none)\n"
-           "    -o rw                  allow writing (v2 and v3; local and S3 stores)\n"
+           "    -o rw                  allow writing (v2 and v3; local, S3 and Azure stores)\n"
            "                           (default: read-only)\n"
            "    -o write_empty_chunks  store chunks holding only the fill value (default:\n"
            "                           erase them)\n"
@@ -903,6 +906,8 @@ int main(int argc, char *argv[])
     char *netrc = NULL;
     if (!load_secrets(&o, &creds, &netrc))
         goto out;
+    /* re-read by Azure stores when a SAS token from it expires (the daemon chdir()s to /) */
+    char *cred_path = o.credentials ? absolute_path(o.credentials) : NULL;
     zf_store_options sopts = {
         .insecure = o.insecure, .anonymous = o.anonymous,
         .retries = o.retries == UINT_MAX ? ZF_STORE_DEFAULT_RETRIES : o.retries,
@@ -911,11 +916,12 @@ int main(int argc, char *argv[])
                                              : ZF_STORE_DEFAULT_MAX_CONNECTIONS,
         .endpoint = o.endpoint, .region = o.region, .profile = o.profile, .account = o.account,
         .credentials = o.credentials ? &creds : NULL, .credentials_url = o.store,
-        .netrc = netrc};
+        .credentials_path = cred_path, .netrc = netrc};
     if (o.timeout && !parse_seconds(o.timeout, false, &sopts.timeout)) {
         fprintf(stderr, "zarrfs: -o timeout=%s: expected a number of seconds > 0\n", o.timeout);
         zf_credentials_free(&creds);
         free(netrc);
+        free(cred_path);
         goto out;
     }
     double ttl_given = -1;
@@ -924,6 +930,7 @@ int main(int argc, char *argv[])
                 o.metadata_ttl);
         zf_credentials_free(&creds);
         free(netrc);
+        free(cred_path);
         goto out;
     }
     zf_icechunk_options icopts = {
@@ -960,6 +967,7 @@ int main(int argc, char *argv[])
     }
     zf_credentials_free(&creds); /* every store opened has its copy */
     free(netrc);
+    free(cred_path);
     if (st == ZF_OK && !icechunk && (o.ref || o.snapshot || o.nvirtual_chunks)) {
         fprintf(stderr, "zarrfs: -o ref, snapshot and virtual_chunks are for Icechunk "
                 "repositories; %s is not one\n", shown);

@@ -86,6 +86,8 @@ char *zf_root_array_name(const char *store_name)
     char *copy = strdup(store_name ? store_name : "");
     if (!copy)
         return NULL;
+    if (strstr(copy, "://")) /* a URL's query (an Azure SAS token) and fragment are no name */
+        copy[strcspn(copy, "?#")] = '\0';
     size_t n = strlen(copy);
     while (n > 0 && copy[n - 1] == '/')
         copy[--n] = '\0';

@@ -2,6 +2,7 @@
  * share. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "store_impl.h"
 
@@ -88,7 +89,8 @@ char *zf_url_decode(const char *s, size_t n, size_t *len)
     return out;
 }
 
-char *zf_url_redact(const char *url)
+/* The userinfo of url hidden (see zf_url_redact); malloc'ed. */
+static char *redact_userinfo(const char *url)
 {
     const char *auth = strstr(url, "://");
     if (!auth)
@@ -107,6 +109,57 @@ char *zf_url_redact(const char *url)
     memcpy(out, url, pre);
     memcpy(out + pre, "***", 3);
     memcpy(out + pre + 3, at, rest + 1);
+    return out;
+}
+
+/* A query parameter whose value is a secret. */
+static bool secret_param(const char *name, size_t n)
+{
+    static const char *const names[] = {"sig", "x-amz-signature", "x-amz-security-token",
+                                        "x-goog-signature"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strlen(names[i]) == n && strncasecmp(name, names[i], n) == 0)
+            return true;
+    return false;
+}
+
+char *zf_url_redact(const char *url)
+{
+    char *u = redact_userinfo(url);
+    if (!u || !strstr(u, "://"))
+        return u;
+    char *q = strchr(u, '?');
+    if (!q)
+        return u;
+    size_t ql = strcspn(q + 1, "#"), n = strlen(u);
+    /* at most as long as the original plus "***" per parameter */
+    char *out = malloc(n + 3 * (ql / 2 + 1) + 1), *o = out;
+    if (!out) {
+        free(u);
+        return NULL;
+    }
+    size_t pre = (size_t)(q + 1 - u);
+    memcpy(o, u, pre);
+    o += pre;
+    for (const char *p = q + 1, *end = q + 1 + ql; p < end;) {
+        size_t sl = strcspn(p, "&#");
+        const char *eq = memchr(p, '=', sl);
+        if (eq && secret_param(p, (size_t)(eq - p))) {
+            size_t kl = (size_t)(eq - p) + 1;
+            memcpy(o, p, kl);
+            o += kl;
+            memcpy(o, "***", 3);
+            o += 3;
+        } else {
+            memcpy(o, p, sl);
+            o += sl;
+        }
+        p += sl;
+        if (p < end && *p == '&')
+            *o++ = *p++;
+    }
+    strcpy(o, q + 1 + ql); /* the fragment, if any */
+    free(u);
     return out;
 }
 

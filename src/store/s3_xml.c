@@ -38,8 +38,7 @@ static const xmlNode *child(const xmlNode *n, const char *name)
     return NULL;
 }
 
-/* A name below prefix, relative to it; false when out of memory. */
-static bool add_relative(zf_store_listing *out, size_t *cap, const char *prefix, const char *full,
+bool zf_listing_add_below(zf_store_listing *out, size_t *cap, const char *prefix, const char *full,
                          bool is_prefix)
 {
     size_t pl = strlen(prefix), fl = strlen(full);
@@ -93,7 +92,7 @@ zf_status zf_s3_list_parse(const char *xml, size_t len, const char *prefix, zf_s
         }
         if (e) {
             xmlChar *t = xmlNodeGetContent(e);
-            ok = t && add_relative(out, cap, prefix, (const char *)t, is_prefix);
+            ok = t && zf_listing_add_below(out, cap, prefix, (const char *)t, is_prefix);
             xmlFree(t);
             ++*n_raw;
         }

@@ -223,33 +223,48 @@ static zf_status open_remote_refs(const char *url, const zf_store_options *opts,
 
 /* An HTTP(S) or S3 URL naming a zip archive: the archive is the last path component of the
  * store of its parent URL. */
+/* The SAS token of an Azure URL ("?..."), else "": the archive's name ends before it, and the
+ * store of the parent URL takes it. */
+static const char *sas_query(const char *url)
+{
+    const char *q = zf_store_azure_url(url) ? strchr(url, '?') : NULL;
+    return q ? q : "";
+}
+
 static zf_status open_remote_zip(const char *url, const zf_store_options *opts,
                                  remote_open_fn open, zf_store **out, zf_err *err)
 {
-    const char *slash = strrchr(url, '/');
+    const char *q = sas_query(url);
+    size_t n = strlen(url) - strlen(q);
+    const char *slash = memrchr(url, '/', n);
     const char *scheme_end = strstr(url, "://") + 3;
     char *shown = zf_url_redact(url); /* its name in messages */
     if (!shown)
         return ZF_ERR_NOMEM;
-    if (!slash || slash < scheme_end || !slash[1]) {
+    if (!slash || slash < scheme_end || slash + 1 == url + n) {
         zf_status st = zf_fail(err, ZF_ERR_INVALID, "%s: no archive name in the URL", shown);
         free(shown);
         return st;
     }
-    char *parent = strndup(url, (size_t)(slash - url));
+    char *parent = NULL, *name = strndup(slash + 1, (size_t)(url + n - slash - 1));
+    if (asprintf(&parent, "%.*s%s", (int)(slash - url), url, q) < 0)
+        parent = NULL;
     zf_store *inner;
-    zf_status st = !parent ? ZF_ERR_NOMEM : open(parent, opts, &inner, err);
+    zf_status st = !parent || !name ? ZF_ERR_NOMEM : open(parent, opts, &inner, err);
+    if (parent)
+        explicit_bzero(parent, strlen(parent)); /* it may hold a SAS token */
     free(parent);
-    if (st == ZF_OK && (st = zf_store_zip_open(inner, slash + 1, shown, out, err)) != ZF_OK)
+    if (st == ZF_OK && (st = zf_store_zip_open(inner, name, shown, out, err)) != ZF_OK)
         zf_store_close(inner);
+    free(name);
     free(shown);
     return st;
 }
 
 static bool names_zip(const char *url)
 {
-    size_t n = strlen(url);
-    return n > 4 && strcasecmp(url + n - 4, ".zip") == 0;
+    size_t n = strlen(url) - strlen(sas_query(url));
+    return n > 4 && strncasecmp(url + n - 4, ".zip", 4) == 0;
 }
 
 static bool names_json(const char *url)

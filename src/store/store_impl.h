@@ -229,6 +229,12 @@ zf_status zf_key_table_list(const zf_key_table *t, const char *prefix, zf_store_
  * links and no "Index of"/"Directory listing for" heading). */
 zf_status zf_html_index_parse(const char *html, size_t len, zf_store_listing *out, zf_err *err);
 
+/* Append full (a key, or a prefix ending with '/' when is_prefix) to out relative to prefix when
+ * it lies directly below it; names outside prefix, deeper, "", ".", ".." or with '\\' are
+ * skipped (true). false when out of memory. */
+bool zf_listing_add_below(zf_store_listing *out, size_t *cap, const char *prefix,
+                          const char *full, bool is_prefix);
+
 /* One page of an S3 ListObjectsV2 answer. Keys (Contents/Key) and common prefixes
  * (CommonPrefixes/Prefix) that lie directly below prefix (which ends with '/', or is "") are
  * appended to out, relative to it, prefixes without their trailing '/'. *n_raw counts every Key
@@ -243,6 +249,42 @@ extern unsigned zf_s3_list_max_keys;
 /* Code and Message of an S3 <Error> document; false when xml is not one. */
 bool zf_s3_error_parse(const char *xml, size_t len, char *code, size_t code_n, char *msg,
                        size_t msg_n);
+
+/* One page of an Azure List Blobs answer (EnumerationResults): blobs (Blobs/Blob/Name) and
+ * prefixes (Blobs/BlobPrefix/Name) directly below prefix, as zf_s3_list_parse; names with
+ * Encoded="true" are percent-decoded. *next_marker is NextMarker when not empty (malloc'ed),
+ * else NULL. ZF_ERR_IO for a document that is not an EnumerationResults. Azure's error documents
+ * (<Error><Code>...</Code><Message>...</Message></Error>) are read by zf_s3_error_parse. */
+zf_status zf_azure_list_parse(const char *xml, size_t len, const char *prefix,
+                              zf_store_listing *out, size_t *cap, size_t *n_raw,
+                              char **next_marker, zf_err *err);
+
+/* ---- Azure authorization (azure_auth.c) ----------------------------------------------------- */
+
+/* What a Shared Key signature covers ("Authorize with Shared Key", Blob service, version
+ * 2009-09-19 and later): the verb, the standard headers' values ("" or NULL when not sent;
+ * content_length "" for 0), the x-ms-* header lines ("x-ms-date: ..."; NULL-terminated) and the
+ * request URL as sent (its path and query become the canonicalized resource "/" account path
+ * "\nname:value"...). */
+typedef struct zf_azure_sign_input {
+    const char *verb, *content_length, *content_type, *if_match, *if_none_match, *range;
+    const char *const *ms_headers;
+    const char *account, *url;
+} zf_azure_sign_input;
+/* The string-to-sign, malloc'ed (NULL when out of memory). */
+char *zf_azure_string_to_sign(const zf_azure_sign_input *in);
+/* base64(HMAC-SHA256(key, sts)) into out (44 characters and a NUL); false on failure. */
+bool zf_azure_sign(const uint8_t *key, size_t key_len, const char *sts, char out[48]);
+/* Decode a base64 account key into out (cap bytes); false when b64 is not base64 or too long. */
+bool zf_azure_key_decode(const char *b64, uint8_t *out, size_t cap, size_t *n);
+/* x-ms-date's form of t: "Sun, 06 Nov 1994 08:49:37 GMT". */
+void zf_azure_http_date(time_t t, char buf[32]);
+/* The expiry (se=, ISO 8601 UTC) of a SAS token (its query, without '?'): 1 with *expiry set,
+ * 0 when it has none, -1 when se= is malformed. */
+int zf_azure_sas_expiry(const char *sas, time_t *expiry);
+/* For tests: when non-zero, Azure listings ask for pages of at most this many names
+ * (maxresults); the daemon sets it from $ZARRFS_TEST_AZURE_MAXRESULTS. */
+extern unsigned zf_azure_list_max_results;
 
 /* ---- AWS configuration ---------------------------------------------------------------------- */
 

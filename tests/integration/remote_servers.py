@@ -22,6 +22,10 @@ even when its watchdog ends it with os._exit; an atexit handler stops whatever i
   continuation tokens need DES, hence node --openssl-legacy-provider. It reports a common prefix
   only when an object lies directly in it; SigV4Proxy(fix_common_prefixes=True) adds the others.
 * S3Client: a small SigV4 client (keep-alive, threads) to upload stores and list buckets.
+* Azurite(): Microsoft's Azure Storage emulator (npm azurite 3.37, tests/integration/js), its
+  blob service only, in memory, account devstoreaccount1 with its published key; AzureClient
+  signs with Shared Key (its own implementation, Python's hmac) to create containers, upload and
+  list; account_sas() and container_sas() make SAS tokens from the key.
 * FaultServer(root): http.server serving a directory (GET/HEAD, single byte ranges incl. suffix
   ranges, HTML index pages for directories like `python3 -m http.server`), with faults scheduled
   per key or per request number: 500, 503, 429, reset mid-body, truncated body, stall, a 200 that
@@ -29,6 +33,7 @@ even when its watchdog ends it with os._exit; an atexit handler stops whatever i
 """
 
 import atexit
+import base64
 import collections
 import contextlib
 import ctypes
@@ -58,6 +63,7 @@ from xml.sax.saxutils import escape as xml_escape
 HERE = os.path.dirname(os.path.abspath(__file__))
 JS = os.path.join(HERE, "js")
 S3RVER_BIN = os.path.join(JS, "node_modules", ".bin", "s3rver")
+AZURITE_BIN = os.path.join(JS, "node_modules", ".bin", "azurite-blob")
 NGINX = shutil.which("nginx", path="/usr/sbin:/usr/bin:/sbin:/bin:" + os.environ.get("PATH", ""))
 START_TIMEOUT = 20.0
 
@@ -569,6 +575,268 @@ class S3rver:
                 return f.read()
         except OSError:
             return ""
+
+    def stop(self):
+        _stop_proc(self.proc)
+        _unregister(self)
+        if self.dir and os.environ.get("ZARRFS_KEEP_SERVER_DIRS") != "1":
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Azurite (Azure Blob Storage)
+
+AZ_ACCOUNT = "devstoreaccount1"
+# the emulator's published key (Microsoft's Azurite documentation), not a secret
+AZ_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw"
+          "==")
+AZ_VERSION = "2021-08-06"
+
+
+def az_date(t=None):
+    return time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(t))
+
+
+def az_shared_key(method, url_path, query_pairs, headers, account=AZ_ACCOUNT, key=AZ_KEY):
+    """The Shared Key signature of a Blob service request ("Authorize with Shared Key",
+    2009-09-19 and later): url_path as sent (percent-encoded), query_pairs decoded."""
+    h = {k.lower(): v for k, v in headers.items()}
+    clen = h.get("content-length", "")
+    if clen == "0":
+        clen = ""
+    fields = [method, h.get("content-encoding", ""), h.get("content-language", ""), clen,
+              h.get("content-md5", ""), h.get("content-type", ""), h.get("date", ""),
+              h.get("if-modified-since", ""), h.get("if-match", ""), h.get("if-none-match", ""),
+              h.get("if-unmodified-since", ""), h.get("range", "")]
+    canon_headers = "".join("%s:%s\n" % (k, h[k].strip()) for k in sorted(h)
+                            if k.startswith("x-ms-"))
+    res = "/" + account + url_path
+    params = {}
+    for k, v in query_pairs:
+        params.setdefault(k.lower(), []).append(v)
+    for k in sorted(params):
+        res += "\n%s:%s" % (k, ",".join(sorted(params[k])))
+    sts = "\n".join(fields) + "\n" + canon_headers + res
+    mac = hmac.new(base64.b64decode(key), sts.encode(), hashlib.sha256).digest()
+    return base64.b64encode(mac).decode()
+
+
+def az_iso(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def az_sas_sign(sts, key=AZ_KEY):
+    return base64.b64encode(hmac.new(base64.b64decode(key), sts.encode(),
+                                     hashlib.sha256).digest()).decode()
+
+
+def account_sas(expiry, permissions="rwdlac", start=None, account=AZ_ACCOUNT, key=AZ_KEY):
+    """An account SAS for the blob service (sv 2019-12-12: "Create an account SAS")."""
+    sv, ss, srt = "2019-12-12", "b", "sco"
+    st = az_iso(start) if start else ""
+    se = az_iso(expiry)
+    sts = "\n".join([account, permissions, ss, srt, st, se, "", "", sv]) + "\n"
+    q = [("sv", sv), ("ss", ss), ("srt", srt), ("sp", permissions)]
+    if st:
+        q.append(("st", st))
+    q += [("se", se), ("sig", az_sas_sign(sts, key))]
+    return urllib.parse.urlencode(q, quote_via=urllib.parse.quote, safe="")
+
+
+def container_sas(container, expiry, permissions="rwdl", account=AZ_ACCOUNT, key=AZ_KEY):
+    """A service SAS for one container (sr=c, sv 2019-12-12: "Create a service SAS")."""
+    sv = "2019-12-12"
+    se = az_iso(expiry)
+    sts = "\n".join([permissions, "", se, "/blob/%s/%s" % (account, container), "", "", "",
+                     sv, "c", "", "", "", "", "", ""])
+    q = [("sv", sv), ("sr", "c"), ("sp", permissions), ("se", se),
+         ("sig", az_sas_sign(sts, key))]
+    return urllib.parse.urlencode(q, quote_via=urllib.parse.quote, safe="")
+
+
+class AzureClient:
+    """Shared Key requests to an Azurite blob endpoint (http://127.0.0.1:PORT/ACCOUNT)."""
+
+    def __init__(self, port, account=AZ_ACCOUNT, key=AZ_KEY):
+        self.port, self.account, self.key = port, account, key
+        self._local = threading.local()
+
+    def _conn(self):
+        c = getattr(self._local, "conn", None)
+        if c is None:
+            c = self._local.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        return c
+
+    def request(self, method, path, query=(), body=b"", headers=None):
+        """(status, headers, body); path is the decoded 'container/blob' (or 'container')."""
+        url_path = "/%s/%s" % (self.account, urllib.parse.quote(path, safe="/"))
+        h = {"x-ms-date": az_date(), "x-ms-version": AZ_VERSION}
+        h.update(headers or {})
+        if method in ("PUT", "POST"):
+            h["Content-Length"] = str(len(body))
+        h["Authorization"] = "SharedKey %s:%s" % (
+            self.account, az_shared_key(method, url_path, list(query), h, self.account,
+                                        self.key))
+        target = url_path
+        if query:
+            target += "?" + urllib.parse.urlencode(list(query), quote_via=urllib.parse.quote,
+                                                   safe="")
+        for attempt in range(3):
+            c = self._conn()
+            try:
+                c.request(method, target, body=body if method in ("PUT", "POST") else None,
+                          headers=h)
+                r = c.getresponse()
+                data = r.read()
+                return r.status, dict(r.getheaders()), data
+            except (http.client.HTTPException, OSError):
+                c.close()
+                self._local.conn = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def create_container(self, name, public=False):
+        h = {"x-ms-blob-public-access": "container"} if public else {}
+        st, _, body = self.request("PUT", name, [("restype", "container")], headers=h)
+        if st != 201:
+            raise RuntimeError("Create Container %s: %d %s" % (name, st, body[:300]))
+
+    def put(self, container, key, data, headers=None):
+        h = {"x-ms-blob-type": "BlockBlob", "Content-Type": "application/octet-stream"}
+        h.update(headers or {})
+        st, hd, body = self.request("PUT", "%s/%s" % (container, key), body=data, headers=h)
+        if st != 201:
+            raise RuntimeError("Put Blob %s/%s: %d %s" % (container, key, st, body[:300]))
+        return hd.get("ETag")
+
+    def get(self, container, key):
+        """The blob's bytes, or None when it does not exist."""
+        st, _, body = self.request("GET", "%s/%s" % (container, key))
+        if st == 404:
+            return None
+        if st != 200:
+            raise RuntimeError("Get Blob %s/%s: %d %s" % (container, key, st, body[:300]))
+        return body
+
+    def delete(self, container, key):
+        st, _, body = self.request("DELETE", "%s/%s" % (container, key))
+        if st not in (202, 404):
+            raise RuntimeError("Delete Blob %s/%s: %d %s" % (container, key, st, body[:300]))
+
+    def list(self, container, prefix="", delimiter="/", maxresults=None, marker=None):
+        """(blob names, prefixes, next marker or None) of one List Blobs page."""
+        q = [("restype", "container"), ("comp", "list"), ("prefix", prefix)]
+        if delimiter:
+            q.append(("delimiter", delimiter))
+        if maxresults:
+            q.append(("maxresults", str(maxresults)))
+        if marker:
+            q.append(("marker", marker))
+        st, _, body = self.request("GET", container, q)
+        if st != 200:
+            raise RuntimeError("List Blobs %s: %d %s" % (container, st, body[:300]))
+        root = ET.fromstring(body)
+        names = [e.findtext("Name") for e in root.iter("Blob")]
+        prefixes = [e.findtext("Name") for e in root.iter("BlobPrefix")]
+        return names, prefixes, (root.findtext("NextMarker") or None)
+
+    def list_all(self, container, prefix=""):
+        out, marker = [], None
+        while True:
+            names, _p, marker = self.list(container, prefix, delimiter=None, marker=marker)
+            out += names
+            if not marker:
+                return out
+
+    def upload_tree(self, local_dir, container, prefix, threads=4):
+        """Upload every file below local_dir as container/prefix/relpath; the blob count."""
+        items = []
+        for dirpath, _dirs, names in os.walk(local_dir):
+            for n in names:
+                p = os.path.join(dirpath, n)
+                rel = os.path.relpath(p, local_dir).replace(os.sep, "/")
+                items.append(((prefix.rstrip("/") + "/" + rel) if prefix else rel, p))
+        self.put_many(container, items, threads)
+        return len(items)
+
+    def put_many(self, container, items, threads=4):
+        """items: [(key, path or bytes)]."""
+        items = list(items)
+        errors = []
+
+        def work(part):
+            try:
+                for key, src in part:
+                    if isinstance(src, (bytes, bytearray)):
+                        data = bytes(src)
+                    else:
+                        with open(src, "rb") as f:
+                            data = f.read()
+                    self.put(container, key, data)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        ts = [threading.Thread(target=work, args=(items[i::threads],)) for i in range(threads)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        if errors:
+            raise errors[0]
+
+
+class Azurite:
+    """azurite-blob (npm azurite 3.37) on 127.0.0.1:port, in memory, --loose; stopped with
+    SIGTERM (it exits on it when started with --disableTelemetry)."""
+
+    def __init__(self):
+        self.proc = None
+        self.dir = None
+        self.port = None
+
+    def __repr__(self):
+        return "Azurite(port %s)" % self.port
+
+    def start(self):
+        if not os.access(AZURITE_BIN, os.X_OK):
+            raise RuntimeError("azurite is not installed: run `npm ci --prefix "
+                               "tests/integration/js` (scripts/test.sh does)")
+        self.dir = tempfile.mkdtemp(prefix="zarrfs-azurite-")
+        self.logfile = os.path.join(self.dir, "azurite.log")
+        for attempt in range(5):
+            self.port = free_port()
+            cmd = [shutil.which("node") or "node", os.path.realpath(AZURITE_BIN), "--silent",
+                   "--disableTelemetry", "--inMemoryPersistence", "--loose",
+                   "--blobHost", "127.0.0.1", "--blobPort", str(self.port)]
+            with open(self.logfile, "ab") as logf:
+                self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf,
+                                             stderr=subprocess.STDOUT, cwd=self.dir,
+                                             preexec_fn=_pdeathsig)
+            _register(self)
+            try:
+                wait_listening(self.port, self.proc, what="azurite", logfile=self.logfile)
+                return self
+            except RuntimeError:
+                if self.proc.poll() is None or attempt == 4:
+                    self.stop()
+                    raise
+        return self
+
+    def client(self, **kw):
+        return AzureClient(self.port, **kw)
+
+    def endpoint(self):
+        """The account's blob endpoint, as a connection string's BlobEndpoint gives it."""
+        return "http://127.0.0.1:%d/%s" % (self.port, AZ_ACCOUNT)
 
     def stop(self):
         _stop_proc(self.proc)
