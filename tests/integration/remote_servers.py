@@ -716,7 +716,7 @@ class AzureClient:
         st, hd, body = self.request("PUT", "%s/%s" % (container, key), body=data, headers=h)
         if st != 201:
             raise RuntimeError("Put Blob %s/%s: %d %s" % (container, key, st, body[:300]))
-        return hd.get("ETag")
+        return next((v for k, v in hd.items() if k.lower() == "etag"), None)
 
     def get(self, container, key):
         """The blob's bytes, or None when it does not exist."""

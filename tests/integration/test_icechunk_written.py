@@ -309,6 +309,50 @@ class Written(zfmount.TestCase, Checks):
             log("  spec %d: virtual chunks over HTTP: authorised -> Icechunk's values; not "
                 "authorised, or the target changed (ETag, last-modified) -> EIO" % spec)
 
+    def check_virtual_in_cloud(self, kind, prefix, store_cfg, endpoint_opt, upload, rewrite):
+        """Virtual chunks of /grid/temperature in one object of a cloud container: upload(data)
+        stores it and returns its ETag; rewrite(data) stores it again (a new ETag)."""
+        for spec in (1, 2):
+            good, facts = REPOS[spec]
+            head = facts["branches"]["main"]["head"]
+            want = icf.expected(facts, head, "/grid/temperature").tobytes()
+            chunks = sorted(tuple(int(x) for x in k.split("/")[1:])
+                            for k in facts["snapshots"][head]["nodes"]["/grid/temperature"]
+                            ["chunks"])
+            target = os.path.join(WORK, "%s-target-%d.bin" % (kind, spec))
+            placed = ich.virtual_target(good, "/grid/temperature", chunks, target,
+                                        schema_dir=SCHEMA_DIR)
+            with open(target, "rb") as f:
+                data = f.read()
+            etag = upload("v%d/target.bin" % spec, data)
+            refs = {c: {"location": prefix + "v%d/target.bin" % spec, "offset": off,
+                        "length": length, "etag": etag}
+                    for c, (off, length) in placed.items()}
+            out = os.path.join(WORK, "virtual-%s-%d" % (kind, spec))
+            ich.virtualize(good, out, "/grid/temperature", refs,
+                           [{"name": None, "url_prefix": prefix, "store": store_cfg}],
+                           schema_dir=SCHEMA_DIR)
+            opts = ["virtual_chunks=" + prefix, "virtual_endpoint=%s=%s" % (prefix, endpoint_opt)]
+            with zfmount.Mount(out, options=opts[1:], label="icw-%s-no" % kind) as m:
+                self.assertErrno(errno.EIO, read, m.path("grid", "temperature"))
+            with zfmount.Mount(out, options=opts, label="icw-%s" % kind) as m:
+                self.assertEqual(read(m.path("grid", "temperature")), want)
+            rewrite("v%d/target.bin" % spec, data)  # same bytes, another version: refused
+            with zfmount.Mount(out, options=opts, label="icw-%s-changed" % kind) as m:
+                self.assertErrno(errno.EIO, read, m.path("grid", "temperature"))
+                self.assertIn("changed", m.stderr_text())
+        log("  virtual chunks in %s containers (%s): read when authorised, EIO when not or "
+            "when the object changed" % (kind, prefix))
+
+    def test_05_virtual_azure(self):
+        with rs.Azurite() as az:
+            cl = az.client()
+            cl.create_container("vchunks", public=True)
+            self.check_virtual_in_cloud(
+                "azure", "az://vchunks/", {"azure": {"account": rs.AZ_ACCOUNT}}, az.endpoint(),
+                lambda key, data: cl.put("vchunks", key, data),
+                lambda key, data: cl.put("vchunks", key, data))
+
 
 if __name__ == "__main__":
     zfmount.main()
