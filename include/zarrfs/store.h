@@ -152,6 +152,7 @@ typedef struct zf_store_options {
     const char *region;       /* S3 region=R (default $AWS_REGION, $AWS_DEFAULT_REGION, us-east-1) */
     const char *profile;      /* S3 profile=P in ~/.aws/credentials (default $AWS_PROFILE, default) */
     bool anonymous;           /* S3, GCS, Azure anonymous: unsigned requests (public data) */
+    bool writable;            /* the mount is -o rw (GCS: a token of the read_write scope) */
     /* credentials=FILE, loaded with zf_credentials_load (NULL: none). Its S3 keys are used
      * before the environment's and the profiles'; its http_user/http_password or bearer_token
      * before the user:password of the URL, and only for HTTP(S) stores of the same origin

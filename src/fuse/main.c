@@ -812,7 +812,7 @@ int main(int argc, char *argv[])
     if (!load_secrets(&o, &creds, &netrc))
         goto out;
     zf_store_options sopts = {
-        .insecure = o.insecure, .anonymous = o.anonymous,
+        .insecure = o.insecure, .anonymous = o.anonymous, .writable = o.rw,
         .retries = o.retries == UINT_MAX ? ZF_STORE_DEFAULT_RETRIES : o.retries,
         .timeout = ZF_STORE_DEFAULT_TIMEOUT,
         .max_connections = o.max_connections ? o.max_connections
