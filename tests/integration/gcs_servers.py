@@ -25,6 +25,9 @@
     a mount must refresh;
   - bearer tokens (with require_auth): data requests without a valid, unexpired token (issued
     above or given in `static_tokens`) answer 401 as GCS does;
+  - listings (with page_size): paged as GCS pages them, items and prefixes together in name
+    order with an opaque page token (the emulator pages only the items and repeats every prefix
+    on every page, so a client that ignored nextPageToken would still find the groups);
   - faults: statuses answered before forwarding (`faults`: a list of (substring of the object
     name, status, Retry-After, count)), 403 for names in `forbidden`, and a listing page cut
     short (`cut_listing`: the first page of a listing of that prefix has its body cut in the
@@ -39,6 +42,7 @@ import http.client
 import http.server
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -88,7 +92,10 @@ class GcsEmulator:
 
     def stop(self):
         rs._stop_proc(self.proc)
+        if self.proc and self.proc.stdin:
+            self.proc.stdin.close()
         self.proc = None
+        shutil.rmtree(self.dir, ignore_errors=True)
         rs._unregister(self)
 
 
@@ -120,6 +127,9 @@ class GcsProxy:
         self.faults = []                    # [substring, status, retry_after, count]
         self.forbidden = set()
         self.cut_listing = None             # prefix whose first listing page is cut short
+        self.page_size = 0                  # > 0: listings re-paged as GCS pages them (repaged)
+        self.pages_served = 0
+        self.listings = {}                  # (path, prefix, delimiter) -> {name: is prefix}
         self.preconditions_failed = 0
         self.records = []
         self.lock = threading.Lock()
@@ -231,6 +241,46 @@ class GcsProxy:
             bucket, urllib.parse.quote(name, safe="")))
         return int(json.loads(body)["generation"]) if st == 200 else 0
 
+    def repaged(self, path, query):
+        """A delimited listing paged as GCS pages it (items and prefixes together, in name
+        order, at most maxResults or page_size names a page, an opaque nextPageToken), made from
+        the emulator's whole listing (which pages only the items and repeats the prefixes)."""
+        prefix, delim = query.get("prefix", ""), query.get("delimiter", "")
+        with self.lock:
+            names = self.listings.get((path, prefix, delim))
+        token = None
+        while names is None or token:
+            names = names or {}
+            q = {"prefix": prefix, "delimiter": delim, "maxResults": "1000"}
+            if token:
+                q["pageToken"] = token
+            st, hdrs, data = self.forward("GET", path + "?" + urllib.parse.urlencode(q))
+            if st != 200:
+                return st, hdrs, data
+            doc = json.loads(data)
+            for i in doc.get("items", []):
+                names[i["name"]] = False
+            for p in doc.get("prefixes", []):
+                names[p] = True
+            token = doc.get("nextPageToken")
+        with self.lock:
+            self.listings[(path, prefix, delim)] = names
+        order = sorted(names)
+        start = 0
+        if "pageToken" in query:
+            after = b64url_decode(query["pageToken"]).decode()
+            start = next((i for i, n in enumerate(order) if n > after), len(order))
+        size = min(self.page_size, int(query.get("maxResults") or self.page_size))
+        page = order[start:start + size]
+        doc = {"kind": "storage#objects",
+               "items": [{"name": n} for n in page if not names[n]],
+               "prefixes": [n for n in page if names[n]]}
+        if start + size < len(order):
+            doc["nextPageToken"] = base64.urlsafe_b64encode(page[-1].encode()).decode()
+        with self.lock:
+            self.pages_served += 1
+        return 200, [("Content-Type", "application/json")], json.dumps(doc).encode()
+
     def handle(self, h, method):
         url = urllib.parse.urlsplit(h.path)
         query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
@@ -275,6 +325,9 @@ class GcsProxy:
                     f[3] -= 1
                     hdrs = js + ([("Retry-After", str(f[2]))] if f[2] is not None else [])
                     return f[1], hdrs, error_doc(f[1], "injected fault")
+        if method in ("POST", "DELETE", "PUT"):
+            with self.lock:
+                self.listings.clear()
         cond = query.get("ifGenerationMatch")
         if cond is not None and method in ("POST", "DELETE") and name is not None:
             with self.write_lock:
@@ -284,8 +337,11 @@ class GcsProxy:
                     return 412, js, error_doc(412, "At least one of the pre-conditions you "
                                                    "specified did not hold.")
                 return self.forward(method, url.path + "?" + url.query, body, headers)
-        st, hdrs, data = self.forward(method, url.path + ("?" + url.query if url.query else ""),
-                                      body, headers)
+        if self.page_size and name is None and method == "GET" and url.path.endswith("/o"):
+            st, hdrs, data = self.repaged(url.path, query)
+        else:
+            st, hdrs, data = self.forward(
+                method, url.path + ("?" + url.query if url.query else ""), body, headers)
         if (self.cut_listing is not None and name is None and method == "GET" and
                 query.get("prefix") == self.cut_listing and "pageToken" not in query):
             data = data[:len(data) // 2]
@@ -328,6 +384,7 @@ class GcsProxy:
             self.server.server_close()
             self.server = None
         rs._unregister(self)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class GcsClient:
@@ -356,6 +413,13 @@ class GcsClient:
                 if attempt:
                     raise
 
+    def close(self):
+        """Close this thread's connection."""
+        c = getattr(self.local, "c", None)
+        if c is not None:
+            c.close()
+            self.local.c = None
+
     def put(self, bucket, name, data):
         st, body = self.request("POST", "/upload/storage/v1/b/%s/o?uploadType=media&name=%s" % (
             bucket, urllib.parse.quote(name, safe="")), data,
@@ -378,6 +442,7 @@ class GcsClient:
                     self.put(bucket, name, data)
             except Exception as e:     # noqa: BLE001
                 errors.append(e)
+            self.close()
         ts = [threading.Thread(target=work, args=(items[i::threads],)) for i in range(threads)]
         for t in ts:
             t.start()
