@@ -14,7 +14,8 @@ int main(void)
     TCase *(*const cases[])(void) = {store_file_tcase, store_parse_tcase, store_http_tcase,
                                      store_s3_tcase, store_write_tcase,
                                      store_disk_cache_tcase, store_zip_tcase, store_refs_tcase,
-                                     store_hostile_http_tcase, store_credentials_tcase};
+                                     store_hostile_http_tcase, store_credentials_tcase,
+                                     store_gcs_tcase};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         TCase *tc = cases[i]();
         tcase_set_timeout(tc, 120);
