@@ -44,7 +44,8 @@ struct zf_credentials;
  * new ETag, Last-Modified or size means a new value. Remote backends report it with each read
  * (zf_store_read_versioned); the disk cache keeps it with each entry to revalidate the entry. */
 typedef struct zf_store_version {
-    char etag[160];        /* the ETag as sent, quotes included; "" when the server sends none */
+    char etag[160];        /* the ETag as sent, quotes included; "" when the server sends none
+                              (GCS: the object's generation, in decimal) */
     struct timespec mtime; /* Last-Modified; zero when unknown */
     uint64_t size;         /* the whole value's size, when has_size */
     bool has_size;
@@ -257,12 +258,20 @@ zf_status zf_store_s3_open(const char *url, const zf_store_options *opts, zf_sto
 
 /* Google Cloud Storage at gs://BUCKET/PREFIX or https://storage.googleapis.com/BUCKET/PREFIX
  * (store_gcs.c): the JSON API (objects.list with prefix, delimiter and pageToken; alt=media
- * downloads with Range; media uploads conditional on ifGenerationMatch; deletes). Credentials,
- * unless anonymous: opts->credentials' google_oauth_access_token or
- * google_application_credentials, else $GOOGLE_OAUTH_ACCESS_TOKEN, else the service-account
- * JSON key of $GOOGLE_APPLICATION_CREDENTIALS (an RS256 JWT exchanged for an access token,
- * refreshed before it expires), else anonymous. opts->endpoint: the API's base URL (emulators).
- * 404 is "not found"; a missing bucket, 401 and 403 errors naming the credential tried. */
+ * downloads with Range; media uploads conditional on ifGenerationMatch; deletes). A value's
+ * version (zf_store_version.etag) is its generation in decimal. Credentials, unless anonymous:
+ * opts->credentials' google_oauth_access_token or google_application_credentials (or its
+ * aws_access_key_id/aws_secret_access_key HMAC keys: then the S3 store of zf_store_s3_open on
+ * the XML API at the same endpoint, region "auto"), else $GOOGLE_OAUTH_ACCESS_TOKEN, else the
+ * service-account JSON key of $GOOGLE_APPLICATION_CREDENTIALS (checked as zf_secret_file_check
+ * checks; an RS256 JWT with scope devstorage.read_only, read_write when opts->writable,
+ * exchanged at its token_uri for an access token, fetched again 5 minutes before it expires),
+ * else anonymous. opts->endpoint: the API's base URL (emulators; default
+ * https://storage.googleapis.com). Errors at open: ZF_ERR_INVALID (bucket name, prefix,
+ * endpoint, key file), ZF_ERR_PERMISSION (a key file others can read), ZF_ERR_NOT_FOUND (no key
+ * file). Requests: 404 is "not found" (a listing's 404: the bucket is missing, ZF_ERR_IO); 401
+ * and 403 ZF_ERR_ACCESS naming the credential tried; 412 to a conditional write
+ * ZF_ERR_CONFLICT. */
 zf_status zf_store_gcs_open(const char *url, const zf_store_options *opts, zf_store **out,
                             zf_err *err);
 /* True for the URLs zf_store_gcs_open serves (gs://, https://storage.googleapis.com/). */
