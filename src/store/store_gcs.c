@@ -177,23 +177,35 @@ static zf_status answer_status(const gcs_store *g, const char *what, const zf_ht
     return zf_fail(err, ZF_ERR_IO, "%s: %s%s", what, text, detail);
 }
 
-/* One request to url with the store's authorization; rq's what, url and headers are filled in
- * here. The answer's etag becomes the generation (x-goog-generation), "" when it is not sent. */
+/* One request to url (freed here) with the store's authorization; rq's what, url and headers
+ * are filled in here. A service account's token refused with a 401 (revoked, or a clock ahead of
+ * the server's) is fetched again, once. The answer's etag becomes the generation
+ * (x-goog-generation), "" when it is not sent. */
 static zf_status perform(gcs_store *g, char *url, const char *what, zf_http_request rq,
                          zf_http_response *r, zf_err *err)
 {
-    char *auth = NULL;
-    zf_status st = auth_header(g, &auth, err);
-    if (st != ZF_OK) {
-        free(url);
-        return st;
+    zf_status st = ZF_OK;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        char *auth = NULL;
+        if ((st = auth_header(g, &auth, err)) != ZF_OK)
+            break;
+        const char *hdrs[] = {auth, NULL};
+        rq.url = url;
+        rq.what = what;
+        rq.headers = auth ? hdrs : NULL;
+        st = zf_http_perform(g->http, &g->base, &rq, r, err);
+        bool stale = st == ZF_OK && r->status == 401 && g->key.client_email && attempt == 0;
+        if (stale) {
+            pthread_mutex_lock(&g->mu); /* unless another thread fetched a new one meanwhile */
+            if (g->token && strcmp(auth + strlen("Authorization: Bearer "), g->token) == 0)
+                g->refresh_at.tv_sec = 0;
+            pthread_mutex_unlock(&g->mu);
+            zf_http_response_free(r);
+        }
+        wipe_free(auth);
+        if (!stale)
+            break;
     }
-    const char *hdrs[] = {auth, NULL};
-    rq.url = url;
-    rq.what = what;
-    rq.headers = auth ? hdrs : NULL;
-    st = zf_http_perform(g->http, &g->base, &rq, r, err);
-    wipe_free(auth);
     free(url);
     if (st == ZF_OK)
         snprintf(r->etag, sizeof r->etag, "%s", r->generation);

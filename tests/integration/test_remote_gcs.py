@@ -361,10 +361,14 @@ class Credentials(zfmount.TestCase):
                 self.assertEqual(sorted(os.listdir(m.path("grp"))), ["sub"])
                 self.assertBytesEqual(zfmount.read_all(m.path("bz2_u1")), zfmount.expected_bytes(
                     zfmount.open_zarr_array(os.path.join(SRV, "v2nc.zarr", "bz2_u1"))), "bz2_u1")
+                with PROXY.lock:        # the server revokes every token: a 401, then a new one
+                    PROXY.tokens.clear()
+                self.assertBytesEqual(zfmount.read_all(m.path("lz4_f8")), zfmount.expected_bytes(
+                    zfmount.open_zarr_array(os.path.join(SRV, "v2nc.zarr", "lz4_f8"))), "lz4_f8")
             finally:
                 self.assertEqual(m.stop()[0], 0)
             n = PROXY.token_requests - before
-            self.assertGreaterEqual(n, 2, "the token was not refreshed")
+            self.assertGreaterEqual(n, 3, "the token was not refreshed (on expiry, on a 401)")
             self.assertEqual(PROXY.scopes[scopes:],
                              ["https://www.googleapis.com/auth/devstorage.read_only"] * n)
             err = m.stderr_text()
