@@ -33,6 +33,7 @@
 
 #include "store_impl.h"
 #include "zarrfs/json.h"
+#include "zarrfs/log.h"
 
 #define DEFAULT_API "https://storage.googleapis.com"
 #define SCOPE_RO "https://www.googleapis.com/auth/devstorage.read_only"
@@ -52,7 +53,7 @@ typedef struct gcs_store {
     zf_gcs_key key;      /* client_email NULL: no service account */
     const char *scope;
     zf_http *token_http; /* to the key's token_uri */
-    struct timespec refresh_at; /* CLOCK_MONOTONIC */
+    struct timespec refresh_at, expires_at; /* CLOCK_MONOTONIC */
 } gcs_store;
 
 unsigned zf_gcs_list_max_results;
@@ -127,7 +128,9 @@ static zf_status refresh_token(gcs_store *g, zf_err *err)
     g->token = tok;
     int64_t early = secs > 2 * REFRESH_EARLY_S ? REFRESH_EARLY_S : secs / 2;
     clock_gettime(CLOCK_MONOTONIC, &g->refresh_at);
+    g->expires_at = g->refresh_at;
     g->refresh_at.tv_sec += (time_t)(secs - early);
+    g->expires_at.tv_sec += (time_t)secs;
     return ZF_OK;
 }
 
@@ -145,6 +148,14 @@ static zf_status auth_header(gcs_store *g, char **out, zf_err *err)
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (!g->token || now.tv_sec >= g->refresh_at.tv_sec)
             st = refresh_token(g, err);
+        if (st != ZF_OK && st != ZF_ERR_NOMEM && g->token && now.tv_sec < g->expires_at.tv_sec) {
+            /* the token endpoint failed while the token still holds: use it, ask again in 30 s
+             * (not before each request, which would wait for the endpoint's retries) */
+            zf_log(ZF_LOG_WARN, "%s: keeping the current token: %s", g->base.url,
+                   err ? err->msg : zf_status_str(st));
+            g->refresh_at.tv_sec = now.tv_sec + 30;
+            st = ZF_OK;
+        }
     }
     if (st == ZF_OK && asprintf(out, "Authorization: Bearer %s", g->token) < 0) {
         *out = NULL;

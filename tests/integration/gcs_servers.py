@@ -124,6 +124,7 @@ class GcsProxy:
         self.require_auth = False
         self.scopes = []                    # scopes of the assertions accepted
         self.token_requests = 0
+        self.token_faults = 0               # token requests answered 503 first
         self.faults = []                    # [substring, status, retry_after, count]
         self.forbidden = set()
         self.cut_listing = None             # prefix whose first listing page is cut short
@@ -201,6 +202,10 @@ class GcsProxy:
         return None
 
     def token_answer(self, body):
+        with self.lock:
+            if self.token_faults > 0:
+                self.token_faults -= 1
+                return 503, {"error": "backendError"}
         form = urllib.parse.parse_qs(body.decode())
         if form.get("grant_type") != ["urn:ietf:params:oauth:grant-type:jwt-bearer"]:
             return 400, {"error": "unsupported_grant_type"}

@@ -401,7 +401,36 @@ class Credentials(zfmount.TestCase):
             self.assertEqual((status, mounted), (1, False), err)
             self.assertIn("sa-loose.json", err)
 
-    def test_03_hmac_keys_through_the_xml_api(self):
+    def test_03_token_endpoint_down_while_the_token_holds(self):
+        """Tokens of 8 s are fetched again after 4 s; the token endpoint failing then (503 to
+        every attempt) leaves the mount on its current token until it expires."""
+        key = write_key(os.path.join(WORK, "sa-key.json"))
+        PROXY.token_ttl = 8
+        try:
+            with auth_required():
+                m = mount_gcs("v2nc.zarr", {"GOOGLE_APPLICATION_CREDENTIALS": key},
+                              label="gcs-sa-endpoint-down")
+                try:
+                    self.read_some(m)
+                    t0 = time.monotonic()
+                    time.sleep(4.5)
+                    PROXY.token_faults = 100
+                    self.assertBytesEqual(
+                        zfmount.read_all(m.path("lz4_f8")), zfmount.expected_bytes(
+                            zfmount.open_zarr_array(os.path.join(SRV, "v2nc.zarr", "lz4_f8"))),
+                        "lz4_f8")
+                    took = time.monotonic() - t0
+                    self.assertLess(PROXY.token_faults, 100, "no token request was made")
+                finally:
+                    PROXY.token_faults = 0
+                    self.assertEqual(m.stop()[0], 0)
+            self.assertIn("keeping the current token", m.stderr_text())
+            log("  token endpoint down at refresh: read on the current token (%.1f s after it "
+                "was issued)" % took)
+        finally:
+            PROXY.token_ttl = 6
+
+    def test_04_hmac_keys_through_the_xml_api(self):
         """aws_access_key_id/aws_secret_access_key in -o credentials: the XML API, SigV4-signed
         with region "auto" (here SigV4Proxy over s3rver, which checks every signature)."""
         access, secret = "GOOGZARRFSTESTHMAC0001", "zarrfs/Hmac+Secret=0123456789abcdefGHIJ"
@@ -426,7 +455,7 @@ class Credentials(zfmount.TestCase):
             proxy.stop()
             s3.stop()
 
-    def test_04_missing_bucket_and_403(self):
+    def test_05_missing_bucket_and_403(self):
         status, err, mounted = refusal("x", url="gs://no-such-bucket/v2nc.zarr")
         log("  missing bucket: status %s: %s" % (status, err.strip()))
         self.assertEqual((status, mounted), (1, False), err)
