@@ -371,7 +371,8 @@ typedef struct zf_store_cond {
      * key's directory (flock(2)) around comparing the file's version (device, inode, ctime,
      * size) and the rename; S3 sends If-Match: ETAG (If-None-Match: * for NULL), a conditional
      * write (S3 API "PutObject", conditional writes: 412 Precondition Failed or 409
-     * ConditionalRequestConflict when it fails). A version without an ETag is not checked. */
+     * ConditionalRequestConflict when it fails); GCS uploads with ifGenerationMatch=GENERATION
+     * (0 for NULL; 412). A version without an ETag (generation) is not checked. */
     bool if_version;
     const zf_store_version *base;
 } zf_store_cond;

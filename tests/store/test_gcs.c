@@ -2,8 +2,10 @@
  * as the JSON API documents them (https://cloud.google.com/storage/docs/json_api/v1/objects/list)
  * and as the firebase-tools emulator sends them (prefixes repeated on every page), OAuth token
  * responses (RFC 6749 5.1), service-account keys, and the RS256 JWT, whose signature is verified
- * here with OpenSSL's EVP_DigestVerify against the public half of a key made for the test; and
- * the URL and option checks of zf_store_gcs_open, which opens no connection. */
+ * here with OpenSSL's EVP_DigestVerify against the public half of a key made for the test; the
+ * URL and option checks of zf_store_gcs_open; and the store against gcs_test_server.py (reads,
+ * ranges, stat, listings two names a page, generation-conditional writes and deletes, a missing
+ * bucket, a refused token). */
 #include <check.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -266,6 +268,133 @@ START_TEST(gcs_open_checks)
 }
 END_TEST
 
+/* ---- the store against gcs_test_server.py ------------------------------------------------- */
+
+#define CHUNK 4096
+#define TOKEN "ya29.unit-test-token"
+
+static zf_status open_gcs(const test_server *sv, const char *url, zf_store **s, zf_err *err)
+{
+    static char endpoint[64];
+    snprintf(endpoint, sizeof endpoint, "http://127.0.0.1:%d", sv->port);
+    zf_store_options o = {.endpoint = endpoint, .retries = 1, .timeout = 10};
+    return zf_store_gcs_open(url, &o, s, err);
+}
+
+START_TEST(gcs_store_end_to_end)
+{
+    test_server sv;
+    const char *argv[] = {TEST_PYTHON, "-u", STORE_TEST_SRCDIR "/gcs_test_server.py", TOKEN,
+                          NULL};
+    if (!test_server_start(&sv, argv, NULL, false))
+        return;
+    unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
+    setenv("GOOGLE_OAUTH_ACCESS_TOKEN", TOKEN, 1);
+    zf_err err = {""};
+    zf_store *s;
+    ck_assert_int_eq(open_gcs(&sv, "gs://bkt/data.zarr", &s, &err), ZF_OK);
+    uint8_t pattern[CHUNK];
+    for (size_t i = 0; i < CHUNK; i++)
+        pattern[i] = (uint8_t)(i * 13 + 5);
+    const char *keys[] = {".zgroup", "many/k0", "many/k1", "many/k2", "odd name/x&y+z=w",
+                          "caf\xc3\xa9/~t%"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        ck_assert_msg(zf_store_set(s, keys[i], (const uint8_t *)"{}", 2, &err) == ZF_OK, "%s",
+                      err.msg);
+    ck_assert_int_eq(zf_store_set(s, "a/0.0", pattern, CHUNK, &err), ZF_OK);
+    /* reads: whole, range, suffix, stat */
+    zf_bytes b;
+    ck_assert_int_eq(zf_store_get(s, "a/0.0", &b, &err), ZF_OK);
+    ck_assert_uint_eq(b.len, CHUNK);
+    ck_assert_mem_eq(b.data, pattern, CHUNK);
+    zf_bytes_free(&b);
+    ck_assert_int_eq(zf_store_get_partial(s, "a/0.0", 100, 50, &b, &err), ZF_OK);
+    ck_assert_uint_eq(b.len, 50);
+    ck_assert_mem_eq(b.data, pattern + 100, 50);
+    zf_bytes_free(&b);
+    uint64_t total;
+    ck_assert_int_eq(zf_store_get_suffix(s, "a/0.0", 10, &b, &total, &err), ZF_OK);
+    ck_assert_uint_eq(total, CHUNK);
+    ck_assert_mem_eq(b.data, pattern + CHUNK - 10, 10);
+    zf_bytes_free(&b);
+    uint64_t size;
+    struct timespec mt;
+    ck_assert_int_eq(zf_store_stat(s, "a/0.0", &size, &mt, &err), ZF_OK);
+    ck_assert_uint_eq(size, CHUNK);
+    ck_assert_int_eq(mt.tv_sec, 1714566896); /* 2024-05-01T12:34:56Z */
+    ck_assert_int_eq(mt.tv_nsec, 789000000);
+    ck_assert_int_eq(zf_store_get(s, "nope", &b, &err), ZF_ERR_NOT_FOUND);
+    ck_assert_int_eq(zf_store_stat(s, "nope", &size, &mt, &err), ZF_ERR_NOT_FOUND);
+    /* listings, two names a page (the knob): items and prefixes paged together */
+    zf_gcs_list_max_results = 2;
+    zf_store_listing l;
+    ck_assert_msg(zf_store_list_dir(s, "", &l, &err) == ZF_OK, "%s", err.msg);
+    ck_assert_uint_eq(l.n, 5);
+    ck_assert_int_eq(entry(&l, ".zgroup"), 1);
+    ck_assert_int_eq(entry(&l, "a"), 2);
+    ck_assert_int_eq(entry(&l, "many"), 2);
+    ck_assert_int_eq(entry(&l, "odd name"), 2);
+    ck_assert_int_eq(entry(&l, "caf\xc3\xa9"), 2);
+    zf_store_listing_free(&l);
+    ck_assert_int_eq(zf_store_list_dir(s, "many", &l, &err), ZF_OK);
+    ck_assert_uint_eq(l.n, 3);
+    zf_store_listing_free(&l);
+    ck_assert_int_eq(zf_store_list_dir(s, "nothing", &l, &err), ZF_ERR_NOT_FOUND);
+    zf_gcs_list_max_results = 0;
+    char stats_url[64];
+    snprintf(stats_url, sizeof stats_url, "http://127.0.0.1:%d", sv.port);
+    zf_store *h;
+    ck_assert_int_eq(zf_store_http_open(stats_url, NULL, &h, &err), ZF_OK);
+    ck_assert_int_eq(zf_store_get(h, "stats", &b, &err), ZF_OK);
+    yajl_val stats;
+    ck_assert_int_eq(zf_json_parse("stats", (const char *)b.data, b.len, &stats, &err), ZF_OK);
+    int64_t pages;
+    ck_assert(zf_json_int64(zf_json_get(stats, "pages"), &pages));
+    ck_assert_int_ge(pages, 3 + 2 + 1); /* 5 names at 2 a page, 3 at 2, 0 */
+    yajl_val mr = zf_json_get(stats, "max_results");
+    ck_assert(YAJL_IS_ARRAY(mr) && mr->u.array.len > 0);
+    ck_assert_str_eq(mr->u.array.values[0]->u.string, "2");
+    yajl_tree_free(stats);
+    zf_bytes_free(&b);
+    zf_store_close(h);
+    /* versions: the generation; writes conditional on it */
+    zf_store_version v1, v2;
+    ck_assert_int_eq(zf_store_read_versioned(s, "a/0.0", ZF_READ_ALL, 0, 0, &b, &v1, &err),
+                     ZF_OK);
+    zf_bytes_free(&b);
+    ck_assert(v1.etag[0] && strspn(v1.etag, "0123456789") == strlen(v1.etag));
+    ck_assert_int_eq(zf_store_read_versioned(s, "a/0.0", ZF_READ_STAT, 0, 0, &b, &v2, &err),
+                     ZF_OK);
+    ck_assert_str_eq(v1.etag, v2.etag);
+    ck_assert_int_eq(zf_store_set_if(s, "a/0.0", pattern, 10, &v1, &err), ZF_OK);
+    ck_assert_int_eq(zf_store_set_if(s, "a/0.0", pattern, 20, &v1, &err), ZF_ERR_CONFLICT);
+    ck_assert_int_eq(zf_store_set_if(s, "a/0.0", pattern, 20, NULL, &err), ZF_ERR_CONFLICT);
+    ck_assert_int_eq(zf_store_set_if(s, "a/new", pattern, 20, NULL, &err), ZF_OK);
+    ck_assert_int_eq(zf_store_erase_if(s, "a/0.0", &v1, &err), ZF_ERR_CONFLICT);
+    ck_assert_int_eq(zf_store_read_versioned(s, "a/0.0", ZF_READ_STAT, 0, 0, &b, &v2, &err),
+                     ZF_OK);
+    ck_assert_uint_eq(v2.size, 10);
+    ck_assert_int_eq(zf_store_erase_if(s, "a/0.0", &v2, &err), ZF_OK);
+    ck_assert_int_eq(zf_store_erase_if(s, "a/0.0", &v2, &err), ZF_ERR_CONFLICT);
+    ck_assert_int_eq(zf_store_erase(s, "a/0.0", &err), ZF_OK); /* gone already */
+    ck_assert_int_eq(zf_store_get(s, "a/0.0", &b, &err), ZF_ERR_NOT_FOUND);
+    zf_store_close(s);
+    /* a missing bucket; a refused token, named */
+    ck_assert_int_eq(open_gcs(&sv, "gs://other/x", &s, &err), ZF_OK);
+    ck_assert_int_eq(zf_store_list_dir(s, "", &l, &err), ZF_ERR_IO);
+    ck_assert_ptr_nonnull(strstr(err.msg, "bucket \"other\" does not exist"));
+    zf_store_close(s);
+    setenv("GOOGLE_OAUTH_ACCESS_TOKEN", "ya29.wrong", 1);
+    ck_assert_int_eq(open_gcs(&sv, "gs://bkt/data.zarr", &s, &err), ZF_OK);
+    ck_assert_int_eq(zf_store_get(s, ".zgroup", &b, &err), ZF_ERR_ACCESS);
+    ck_assert_ptr_nonnull(strstr(err.msg, "$GOOGLE_OAUTH_ACCESS_TOKEN"));
+    ck_assert_ptr_null(strstr(err.msg, "ya29.wrong"));
+    zf_store_close(s);
+    unsetenv("GOOGLE_OAUTH_ACCESS_TOKEN");
+    test_server_stop(&sv);
+}
+END_TEST
+
 TCase *store_gcs_tcase(void)
 {
     TCase *tc = tcase_create("gcs");
@@ -274,5 +403,6 @@ TCase *store_gcs_tcase(void)
     tcase_add_test(tc, gcs_token_response);
     tcase_add_test(tc, gcs_key_and_jwt);
     tcase_add_test(tc, gcs_open_checks);
+    tcase_add_test(tc, gcs_store_end_to_end);
     return tc;
 }
