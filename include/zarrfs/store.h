@@ -262,7 +262,9 @@ zf_status zf_store_s3_open(const char *url, const zf_store_options *opts, zf_sto
  * version (zf_store_version.etag) is its generation in decimal. Credentials, unless anonymous:
  * opts->credentials' google_oauth_access_token or google_application_credentials (or its
  * aws_access_key_id/aws_secret_access_key HMAC keys: then the S3 store of zf_store_s3_open on
- * the XML API at the same endpoint, region "auto"), else $GOOGLE_OAUTH_ACCESS_TOKEN, else the
+ * the XML API at the same endpoint, region "auto"; read-only: with opts->writable
+ * ZF_ERR_UNSUPPORTED, that API's write preconditions not being S3's), else
+ * $GOOGLE_OAUTH_ACCESS_TOKEN, else the
  * service-account JSON key of $GOOGLE_APPLICATION_CREDENTIALS (checked as zf_secret_file_check
  * checks; an RS256 JWT with scope devstorage.read_only, read_write when opts->writable,
  * exchanged at its token_uri for an access token, fetched again 5 minutes before it expires),

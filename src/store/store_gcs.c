@@ -13,7 +13,7 @@
  *
  * Credentials (the first that applies): -o anonymous: none; -o credentials' HMAC key pair
  * (aws_access_key_id/aws_secret_access_key): the XML API's S3-compatible SigV4 signing, by the S3
- * store (store_s3.c) at the same endpoint with region "auto"; its google_oauth_access_token, or
+ * store (store_s3.c) at the same endpoint with region "auto", read-only (open_hmac); its google_oauth_access_token, or
  * $GOOGLE_OAUTH_ACCESS_TOKEN: a bearer token; its google_application_credentials, or
  * $GOOGLE_APPLICATION_CREDENTIALS: a service-account key, whose RS256-signed JWT is exchanged at
  * the key's token_uri for an access token, fetched again 5 minutes before it expires (half its
@@ -653,10 +653,18 @@ static zf_status configure(gcs_store *g, const char *url, const zf_store_options
     return ZF_OK;
 }
 
-/* HMAC keys: the S3 store at s3://BUCKET/PREFIX on the XML API's endpoint, region "auto". */
+/* HMAC keys: the S3 store at s3://BUCKET/PREFIX on the XML API's endpoint, region "auto". Read
+ * only: the S3 store's conditional writes send If-Match / If-None-Match, which the XML API
+ * honours only for reads (its write preconditions are x-goog-if-generation-match), so a write
+ * could silently undo another writer's: -o rw is refused. */
 static zf_status open_hmac(const char *url, const zf_store_options *opts, zf_store **out,
                            zf_err *err)
 {
+    if (opts->writable)
+        return zf_fail(err, ZF_ERR_UNSUPPORTED,
+                       "%s: HMAC keys (aws_access_key_id) reach GCS through its XML API, whose "
+                       "writes would not be conditional: mount without -o rw, or write with an "
+                       "OAuth token or a service-account key", url);
     gcs_store tmp = {0};
     zf_status st = configure(&tmp, url, opts, err);
     char *s3url = NULL;

@@ -451,6 +451,14 @@ class Credentials(zfmount.TestCase):
             self.assertTrue(recs and all(r.verdict == "ok" and r.access_key == access
                                          for r in recs), recs[:3])
             log("  HMAC: %d SigV4 requests (region auto), all accepted" % len(recs))
+            # the XML API's preconditions on writes are not S3's: -o rw refused
+            with gcs_env():
+                status, err, mounted = zfmount.expect_refusal(gsurl("v2nc.zarr"), [
+                    "-o", ",".join(opts(proxy.endpoint(), ["credentials=" + cred, "rw"]))],
+                    timeout=60)
+            log("  HMAC with -o rw: status %s: %s" % (status, err.strip()))
+            self.assertEqual((status, mounted), (1, False), err)
+            self.assertIn("without -o rw", err)
         finally:
             proxy.stop()
             s3.stop()
