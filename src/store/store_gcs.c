@@ -139,7 +139,7 @@ static zf_status refresh_token(gcs_store *g, zf_err *err)
 static zf_status auth_header(gcs_store *g, char **out, zf_err *err)
 {
     *out = NULL;
-    if (!g->token && !g->key.client_email)
+    if (!g->key.client_email && !g->token) /* (a service account's token changes: read locked) */
         return ZF_OK;
     zf_status st = ZF_OK;
     pthread_mutex_lock(&g->mu);
@@ -750,6 +750,8 @@ zf_status zf_store_gcs_open(const char *url, const zf_store_options *opts, zf_st
     zf_http_config cfg = {.opts = opts, .own_auth = true};
     if (st == ZF_OK)
         st = zf_http_create(&cfg, &g->http, err);
+    if (st == ZF_OK)
+        zf_log(ZF_LOG_INFO, "%s: %s, requests with %s", url, g->api, g->creds);
     if (st != ZF_OK) {
         gcs_destroy(&g->base);
         return st;
