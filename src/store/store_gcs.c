@@ -692,6 +692,46 @@ static zf_status open_hmac(const char *url, const zf_store_options *opts, zf_sto
     return st;
 }
 
+/* The credential of the store, the first that applies: the credentials file's token or key,
+ * $GOOGLE_OAUTH_ACCESS_TOKEN, $GOOGLE_APPLICATION_CREDENTIALS, none; g->creds names it. */
+static zf_status set_credentials(gcs_store *g, const zf_store_options *opts, zf_err *err)
+{
+    const zf_credentials *cr = opts->credentials;
+    const char *token = NULL, *key_path = NULL, *from = NULL;
+    if (opts->anonymous)
+        cr = NULL, from = "-o anonymous";
+    if (cr && cr->google_oauth_access_token)
+        token = cr->google_oauth_access_token, from = "-o credentials";
+    else if (cr && cr->google_application_credentials)
+        key_path = cr->google_application_credentials, from = "-o credentials";
+    else if (!opts->anonymous && (token = env("GOOGLE_OAUTH_ACCESS_TOKEN")))
+        from = "$GOOGLE_OAUTH_ACCESS_TOKEN";
+    else if (!opts->anonymous && (key_path = env("GOOGLE_APPLICATION_CREDENTIALS")))
+        from = "$GOOGLE_APPLICATION_CREDENTIALS";
+    if (token) {
+        snprintf(g->creds, sizeof g->creds, "the OAuth access token of %s", from);
+        for (const char *c = token; *c; c++)
+            if (*c <= 0x20 || *c > 0x7e) /* it goes into a header line */
+                return zf_fail(err, ZF_ERR_INVALID, "the OAuth access token of %s has a space "
+                                                    "or control character", from);
+        return (g->token = strdup(token)) ? ZF_OK : ZF_ERR_NOMEM;
+    }
+    if (key_path) {
+        zf_status st = zf_gcs_key_load(key_path, &g->key, err);
+        if (st != ZF_OK) {
+            zf_err_prefix(err, "service-account key of %s", from);
+            return st;
+        }
+        snprintf(g->creds, sizeof g->creds, "service account %s (key %s of %s)",
+                 g->key.client_email, key_path, from);
+        zf_http_config tc = {.opts = opts};
+        return zf_http_create(&tc, &g->token_http, err);
+    }
+    snprintf(g->creds, sizeof g->creds, "no credentials (%s)",
+             from ? from : "anonymous: none found");
+    return ZF_OK;
+}
+
 zf_status zf_store_gcs_open(const char *url, const zf_store_options *opts, zf_store **out,
                             zf_err *err)
 {
@@ -715,47 +755,16 @@ zf_status zf_store_gcs_open(const char *url, const zf_store_options *opts, zf_st
     g->base.remote = true;
     g->scope = opts->writable ? SCOPE_RW : SCOPE_RO;
     zf_status st = configure(g, url, opts, err);
-    const char *token = NULL, *key_path = NULL, *from = NULL;
-    if (st == ZF_OK && !opts->anonymous) {
-        if (cr && cr->google_oauth_access_token)
-            token = cr->google_oauth_access_token, from = "-o credentials";
-        else if (cr && cr->google_application_credentials)
-            key_path = cr->google_application_credentials, from = "-o credentials";
-        else if ((token = env("GOOGLE_OAUTH_ACCESS_TOKEN")))
-            from = "$GOOGLE_OAUTH_ACCESS_TOKEN";
-        else if ((key_path = env("GOOGLE_APPLICATION_CREDENTIALS")))
-            from = "$GOOGLE_APPLICATION_CREDENTIALS";
-    }
-    if (st == ZF_OK && token) {
-        for (const char *c = token; *c && st == ZF_OK; c++)
-            if (*c <= 0x20 || *c > 0x7e)
-                st = zf_fail(err, ZF_ERR_INVALID, "the OAuth access token of %s has a space or "
-                                                  "control character", from);
-        if (st == ZF_OK && !(g->token = strdup(token)))
-            st = ZF_ERR_NOMEM;
-        snprintf(g->creds, sizeof g->creds, "the OAuth access token of %s", from);
-    } else if (st == ZF_OK && key_path) {
-        if ((st = zf_gcs_key_load(key_path, &g->key, err)) != ZF_OK)
-            zf_err_prefix(err, "service-account key of %s", from);
-        else
-            snprintf(g->creds, sizeof g->creds, "service account %s (key %s of %s)",
-                     g->key.client_email, key_path, from);
-        zf_http_config tc = {.opts = opts};
-        if (st == ZF_OK)
-            st = zf_http_create(&tc, &g->token_http, err);
-    } else if (st == ZF_OK) {
-        snprintf(g->creds, sizeof g->creds, "no credentials (%s)",
-                 opts->anonymous ? "-o anonymous" : "anonymous: none found");
-    }
+    if (st == ZF_OK)
+        st = set_credentials(g, opts, err);
     zf_http_config cfg = {.opts = opts, .own_auth = true};
     if (st == ZF_OK)
         st = zf_http_create(&cfg, &g->http, err);
-    if (st == ZF_OK)
-        zf_log(ZF_LOG_INFO, "%s: %s, requests with %s", url, g->api, g->creds);
     if (st != ZF_OK) {
         gcs_destroy(&g->base);
         return st;
     }
+    zf_log(ZF_LOG_INFO, "%s: %s, requests with %s", url, g->api, g->creds);
     *out = &g->base;
     return ZF_OK;
 }
