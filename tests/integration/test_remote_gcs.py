@@ -33,7 +33,6 @@ import errno
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
