@@ -58,6 +58,35 @@ zf_install_js_deps() {
     fi
     zf_npm_ci tests/integration/js
     zf_npm_ci tests/integration/icechunk-js --cpu=wasm32
+    zf_install_gcs_emulator
+}
+
+# The Cloud Storage emulator of firebase-tools (tests/integration/test_remote_gcs.py), about
+# 300 MB and minutes to install: installed once per machine, not per clone or run, into
+# $(zf_gcs_emulator_dir), a directory named after the lock file's SHA-256 (so that a new lock
+# installs beside the old one); `npm ci` runs in a temporary directory renamed into place when
+# it succeeds, so that an interrupted install is never taken for a finished one.
+# tests/integration/gcs_emulator.py computes the same path.
+zf_gcs_emulator_dir() {
+    local lock=tests/integration/gcs-js/package-lock.json sum
+    sum=$(sha256sum "$lock" | cut -c1-12)
+    echo "${ZF_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/zarrfs-tests}/gcs-js-$sum"
+}
+
+zf_install_gcs_emulator() {
+    local dir tmp
+    dir=$(zf_gcs_emulator_dir)
+    [ -f "$dir/node_modules/firebase-tools/package.json" ] && return 0
+    mkdir -p "$(dirname "$dir")"
+    tmp=$(mktemp -d "$dir.tmp.XXXXXX")
+    cp tests/integration/gcs-js/package.json tests/integration/gcs-js/package-lock.json "$tmp/"
+    echo "== npm ci firebase-tools into $dir (once per machine)"
+    if npm ci --prefix "$tmp" --no-audit --no-fund --loglevel=error >/dev/null &&
+        mv -T "$tmp" "$dir" 2>/dev/null; then
+        return 0
+    fi
+    rm -rf "$tmp"
+    [ -f "$dir/node_modules/firebase-tools/package.json" ] # another install won the rename
 }
 
 zf_npm_ci() { # DIR [NPM OPTIONS]

@@ -44,7 +44,8 @@ struct zf_credentials;
  * new ETag, Last-Modified or size means a new value. Remote backends report it with each read
  * (zf_store_read_versioned); the disk cache keeps it with each entry to revalidate the entry. */
 typedef struct zf_store_version {
-    char etag[160];        /* the ETag as sent, quotes included; "" when the server sends none */
+    char etag[160];        /* the ETag as sent, quotes included; "" when the server sends none
+                              (GCS: the object's generation, in decimal) */
     struct timespec mtime; /* Last-Modified; zero when unknown */
     uint64_t size;         /* the whole value's size, when has_size */
     bool has_size;
@@ -152,6 +153,7 @@ typedef struct zf_store_options {
     const char *region;       /* S3 region=R (default $AWS_REGION, $AWS_DEFAULT_REGION, us-east-1) */
     const char *profile;      /* S3 profile=P in ~/.aws/credentials (default $AWS_PROFILE, default) */
     bool anonymous;           /* S3, GCS, Azure anonymous: unsigned requests (public data) */
+    bool writable;            /* the mount is -o rw (GCS: a token of the read_write scope) */
     /* credentials=FILE, loaded with zf_credentials_load (NULL: none). Its S3 keys are used
      * before the environment's and the profiles'; its http_user/http_password or bearer_token
      * before the user:password of the URL, and only for HTTP(S) stores of the same origin
@@ -261,12 +263,22 @@ zf_status zf_store_s3_open(const char *url, const zf_store_options *opts, zf_sto
 
 /* Google Cloud Storage at gs://BUCKET/PREFIX or https://storage.googleapis.com/BUCKET/PREFIX
  * (store_gcs.c): the JSON API (objects.list with prefix, delimiter and pageToken; alt=media
- * downloads with Range; media uploads conditional on ifGenerationMatch; deletes). Credentials,
- * unless anonymous: opts->credentials' google_oauth_access_token or
- * google_application_credentials, else $GOOGLE_OAUTH_ACCESS_TOKEN, else the service-account
- * JSON key of $GOOGLE_APPLICATION_CREDENTIALS (an RS256 JWT exchanged for an access token,
- * refreshed before it expires), else anonymous. opts->endpoint: the API's base URL (emulators).
- * 404 is "not found"; a missing bucket, 401 and 403 errors naming the credential tried. */
+ * downloads with Range; media uploads conditional on ifGenerationMatch; deletes). A value's
+ * version (zf_store_version.etag) is its generation in decimal. Credentials, unless anonymous:
+ * opts->credentials' google_oauth_access_token or google_application_credentials (or its
+ * aws_access_key_id/aws_secret_access_key HMAC keys: then the S3 store of zf_store_s3_open on
+ * the XML API at the same endpoint, region "auto"; read-only: with opts->writable
+ * ZF_ERR_UNSUPPORTED, that API's write preconditions not being S3's), else
+ * $GOOGLE_OAUTH_ACCESS_TOKEN, else the
+ * service-account JSON key of $GOOGLE_APPLICATION_CREDENTIALS (checked as zf_secret_file_check
+ * checks; an RS256 JWT with scope devstorage.read_only, read_write when opts->writable,
+ * exchanged at its token_uri for an access token, fetched again 5 minutes before it expires),
+ * else anonymous. opts->endpoint: the API's base URL (emulators; default
+ * https://storage.googleapis.com). Errors at open: ZF_ERR_INVALID (bucket name, prefix,
+ * endpoint, key file), ZF_ERR_PERMISSION (a key file others can read), ZF_ERR_NOT_FOUND (no key
+ * file). Requests: 404 is "not found" (a listing's 404: the bucket is missing, ZF_ERR_IO); 401
+ * and 403 ZF_ERR_ACCESS naming the credential tried; 412 to a conditional write
+ * ZF_ERR_CONFLICT. */
 zf_status zf_store_gcs_open(const char *url, const zf_store_options *opts, zf_store **out,
                             zf_err *err);
 /* True for the URLs zf_store_gcs_open serves (gs://, https://storage.googleapis.com/). */
@@ -372,7 +384,8 @@ typedef struct zf_store_cond {
      * key's directory (flock(2)) around comparing the file's version (device, inode, ctime,
      * size) and the rename; S3 sends If-Match: ETAG (If-None-Match: * for NULL), a conditional
      * write (S3 API "PutObject", conditional writes: 412 Precondition Failed or 409
-     * ConditionalRequestConflict when it fails). A version without an ETag is not checked. */
+     * ConditionalRequestConflict when it fails); GCS uploads with ifGenerationMatch=GENERATION
+     * (0 for NULL; 412). A version without an ETag (generation) is not checked. */
     bool if_version;
     const zf_store_version *base;
 } zf_store_cond;

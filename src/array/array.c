@@ -399,8 +399,8 @@ static zf_status decode_chunk(zf_array *a, const zf_chunk_repr *dec, const char 
     return ZF_OK;
 }
 
-/* A store failure as this layer reports it: ZF_ERR_IO (or NOMEM, or ACCESS: refused
- * credentials, EACCES), NOT_FOUND passed through. */
+/* A store failure as this layer reports it: ZF_ERR_IO (or NOMEM), NOT_FOUND passed through, and
+ * ACCESS (credentials refused: EACCES, which the user can act on). */
 static zf_status store_status(zf_status st, const zf_err *serr, zf_err *err)
 {
     if (st == ZF_OK || st == ZF_ERR_NOT_FOUND)

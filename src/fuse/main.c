@@ -909,7 +909,7 @@ int main(int argc, char *argv[])
     /* re-read by Azure stores when a SAS token from it expires (the daemon chdir()s to /) */
     char *cred_path = o.credentials ? absolute_path(o.credentials) : NULL;
     zf_store_options sopts = {
-        .insecure = o.insecure, .anonymous = o.anonymous,
+        .insecure = o.insecure, .anonymous = o.anonymous, .writable = o.rw,
         .retries = o.retries == UINT_MAX ? ZF_STORE_DEFAULT_RETRIES : o.retries,
         .timeout = ZF_STORE_DEFAULT_TIMEOUT,
         .max_connections = o.max_connections ? o.max_connections

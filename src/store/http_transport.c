@@ -22,7 +22,8 @@
  *
  * Writes: a PUT sends its body from memory (CURLOPT_POSTFIELDS with CUSTOMREQUEST "PUT", so that
  * libcurl can send it again on a retry or a 307/308 redirect) with Content-Length and
- * Content-Type: application/octet-stream; a DELETE has none. Neither waits for
+ * Content-Type: application/octet-stream; a POST (GCS uploads, OAuth token requests) the same
+ * way with libcurl's own method and the request's Content-Type; a DELETE has none. Neither waits for
  * "100 Continue": the Expect header libcurl adds is removed with an empty "Expect:", except
  * where that would break a signature: libcurl before 8.3.0 signs the removed header as an empty
  * one (curl issue #11664), so signed PUTs leave libcurl's own rule in place there (no Expect up
@@ -766,7 +767,8 @@ static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
     if (range[0])
         ADD(range);
     char ctype[160];
-    if (rq->kind == ZF_HTTP_PUT) { /* not a form (libcurl's POST default) */
+    if (rq->kind == ZF_HTTP_PUT || rq->kind == ZF_HTTP_POST) { /* not a form (libcurl's POST
+                                                                   default) */
         snprintf(ctype, sizeof ctype, "Content-Type: %s",
                  rq->content_type ? rq->content_type : "application/octet-stream");
         ADD(ctype);
@@ -792,10 +794,11 @@ static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     else
         curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-    if (rq->kind == ZF_HTTP_PUT) {
+    if (rq->kind == ZF_HTTP_PUT || rq->kind == ZF_HTTP_POST) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, rq->body ? (const char *)rq->body : "");
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PUT");
+        if (rq->kind == ZF_HTTP_PUT)
+            curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PUT");
         curl_easy_setopt(c, CURLOPT_POSTREDIR, (long)CURL_REDIR_POST_ALL);
     } else if (rq->kind == ZF_HTTP_DELETE) {
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
@@ -840,7 +843,7 @@ static attempt_result attempt(zf_http *h, CURL *c, const zf_http_request *rq,
     if (x.status == 0 && rc == CURLE_OK)
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &x.status);
     /* the handle goes back to the pool: it must not point at this frame, nor keep the method */
-    if (rq->kind == ZF_HTTP_PUT || rq->kind == ZF_HTTP_DELETE) {
+    if (rq->kind == ZF_HTTP_PUT || rq->kind == ZF_HTTP_POST || rq->kind == ZF_HTTP_DELETE) {
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, NULL);
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);

@@ -78,6 +78,7 @@ typedef enum zf_http_kind {
     ZF_HTTP_SUFFIX, /* GET the last len bytes (len > 0) */
     ZF_HTTP_PUT,    /* PUT body (body_len bytes, as Content-Length; application/octet-stream) */
     ZF_HTTP_DELETE, /* DELETE */
+    ZF_HTTP_POST,   /* POST body, as PUT (content_type: application/octet-stream when NULL) */
 } zf_http_kind;
 
 typedef struct zf_http_request {
@@ -88,13 +89,13 @@ typedef struct zf_http_request {
     uint64_t max_body; /* 0: ZF_HTTP_MAX_VALUE. A 2xx body announced larger (Content-Length,
                           Content-Range) is refused when its headers end, before any of it is
                           read; one without a length once it passes the bound: ZF_ERR_TOO_LARGE */
-    const uint8_t *body; /* PUT: what to send (may be NULL when body_len is 0) */
+    const uint8_t *body; /* PUT, POST: what to send (may be NULL when body_len is 0) */
     size_t body_len;
     const char *condition; /* PUT, DELETE: a precondition header line ("If-Match: \"ETAG\"",
                               "If-None-Match: *") or NULL */
     const char *const *headers; /* more header lines ("Name: value"), NULL-terminated, or NULL
                                    (a backend's version, date and Authorization headers) */
-    const char *content_type;   /* PUT: Content-Type (NULL: application/octet-stream) */
+    const char *content_type;   /* PUT, POST: Content-Type (NULL: application/octet-stream) */
 } zf_http_request;
 
 /* The Range header line attempt() sends for rq ("Range: bytes=A-B", "Range: bytes=-N"), or ""
@@ -285,6 +286,47 @@ int zf_azure_sas_expiry(const char *sas, time_t *expiry);
 /* For tests: when non-zero, Azure listings ask for pages of at most this many names
  * (maxresults); the daemon sets it from $ZARRFS_TEST_AZURE_MAXRESULTS. */
 extern unsigned zf_azure_list_max_results;
+
+/* ---- Google Cloud Storage (gcs_json.c) -------------------------------------------------------- */
+
+/* One page of a GCS objects.list answer (JSON API, delimiter "/"): items[].name and prefixes[]
+ * directly below prefix (ending with '/', or "") appended to out relative to it, prefixes without
+ * their trailing '/' (the emulator repeats the prefixes on every page: zf_listing_sort_unique
+ * merges them). *n_raw counts every item and prefix of the page; *next_token is nextPageToken
+ * (malloc'ed) or NULL on the last page. ZF_ERR_IO for anything but such a JSON object. */
+zf_status zf_gcs_list_parse(const char *json, size_t len, const char *prefix,
+                            zf_store_listing *out, size_t *cap, size_t *n_raw, char **next_token,
+                            zf_err *err);
+/* For tests: when non-zero, GCS listings ask for pages of at most this many names (maxResults). */
+extern unsigned zf_gcs_list_max_results;
+/* The message of a JSON API error ({"error": {"message": ...}}) or of an OAuth error
+ * (error_description, error), control characters blanked; false when json is neither. */
+bool zf_gcs_error_parse(const char *json, size_t len, char *msg, size_t msg_n);
+
+/* A service-account JSON key ("type": "service_account"): its client_email, token_uri (default
+ * https://oauth2.googleapis.com/token; https://, or http:// on a loopback host only) and RSA
+ * private key (PEM). */
+typedef struct zf_gcs_key {
+    char *client_email, *token_uri;
+    struct evp_pkey_st *pkey; /* EVP_PKEY */
+} zf_gcs_key;
+/* Parse len bytes of a key file (path for messages). ZF_ERR_INVALID naming what is wrong, never
+ * a value of the key; ZF_ERR_NOMEM. */
+zf_status zf_gcs_key_parse(const char *path, const char *json, size_t len, zf_gcs_key *out,
+                           zf_err *err);
+/* Read the key file at path, refused unless zf_secret_file_check accepts it (owned by the user,
+ * no group or other permission bits), at most 64 KiB; the text is wiped after parsing. */
+zf_status zf_gcs_key_load(const char *path, zf_gcs_key *out, zf_err *err);
+void zf_gcs_key_free(zf_gcs_key *k);
+/* The JWT assertion of the service-account flow (RFC 7523 2.1): header {"alg":"RS256",
+ * "typ":"JWT"}, claims iss = client_email, scope, aud = token_uri, iat (seconds since the
+ * epoch), exp = iat + 3600; signed RS256 (RSASSA-PKCS1-v1_5 with SHA-256). malloc'ed. */
+zf_status zf_gcs_jwt(const zf_gcs_key *k, const char *scope, int64_t iat, char **out,
+                     zf_err *err);
+/* An OAuth 2.0 token response (RFC 6749 5.1): access_token (printable, no spaces), token_type
+ * Bearer when given, expires_in (seconds, 1 to 604800; 3600 when absent). ZF_ERR_IO otherwise. */
+zf_status zf_gcs_token_parse(const char *json, size_t len, char **token, int64_t *expires_in,
+                             zf_err *err);
 
 /* ---- AWS configuration ---------------------------------------------------------------------- */
 

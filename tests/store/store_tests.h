@@ -17,6 +17,7 @@ TCase *store_refs_tcase(void);   /* test_refs.c: kerchunk references as stores *
 TCase *store_hostile_http_tcase(void); /* test_hostile_http.c: hostile HTTP servers */
 TCase *store_credentials_tcase(void); /* test_credentials.c: the file of -o credentials */
 TCase *store_azure_tcase(void);  /* test_azure.c: Azure signing, SAS, listings, URLs */
+TCase *store_gcs_tcase(void);    /* test_gcs.c: GCS listings, tokens, keys, JWTs, URLs */
 
 #ifndef STORE_TEST_SRCDIR
 #define STORE_TEST_SRCDIR "."

@@ -15,7 +15,7 @@ int main(void)
                                      store_s3_tcase, store_write_tcase,
                                      store_disk_cache_tcase, store_zip_tcase, store_refs_tcase,
                                      store_hostile_http_tcase, store_credentials_tcase,
-                                     store_azure_tcase};
+                                     store_azure_tcase, store_gcs_tcase};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         TCase *tc = cases[i]();
         tcase_set_timeout(tc, 120);
