@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 zf_install_deps "$ZF_DEPS $ZF_FUZZ_DEPS"
 
 ALL="meta_v2 meta_v3 meta_draft consolidated hierarchy codec_v2 codec_v3 shard http_index s3_xml
-url_key zip refs views icechunk"
+azure_xml gcs_json url_key zip refs views icechunk"
 replay=false
 if [ "${1:-}" = "--replay" ]; then
     replay=true
@@ -80,7 +80,7 @@ trap 'rm -rf "$out/tmp"' EXIT
 dict_of() {
     case $1 in
     http_index) echo tests/fuzz/html.dict ;;
-    s3_xml) echo tests/fuzz/xml.dict ;;
+    s3_xml | azure_xml) echo tests/fuzz/xml.dict ;;
     url_key) echo tests/fuzz/url.dict ;;
     zip) echo tests/fuzz/zip.dict ;;
     icechunk) echo tests/fuzz/icechunk.dict ;;
@@ -105,7 +105,9 @@ run_one() { # target
     local t=$1
     rm -rf "$out/artifacts/$t" # findings of earlier runs are not this run's
     mkdir -p "$out/corpus/$t" "$out/artifacts/$t" "$out/seeds/$t"
-    nice -n "$nicelevel" "$build/tests/fuzz/fuzz_$t" "$out/corpus/$t" "$out/seeds/$t" \
+    local regress=()
+    [ -d "tests/fuzz/regress/$t" ] && regress=("tests/fuzz/regress/$t") # seeds too (read only)
+    nice -n "$nicelevel" "$build/tests/fuzz/fuzz_$t" "$out/corpus/$t" "$out/seeds/$t" "${regress[@]}" \
         -max_total_time="$secs" -runs="$runs" -timeout=10 -max_len="$(max_len_of "$t")" -rss_limit_mb="$rss" -malloc_limit_mb="$rss" \
         -dict="$(dict_of "$t")" -artifact_prefix="$out/artifacts/$t/" -print_final_stats=1 \
         -close_fd_mask=0 </dev/null >"$out/logs/$t.log" 2>&1

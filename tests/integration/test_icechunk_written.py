@@ -309,9 +309,12 @@ class Written(zfmount.TestCase, Checks):
             log("  spec %d: virtual chunks over HTTP: authorised -> Icechunk's values; not "
                 "authorised, or the target changed (ETag, last-modified) -> EIO" % spec)
 
-    def check_virtual_in_cloud(self, kind, prefix, store_cfg, endpoint_opt, upload, rewrite):
-        """Virtual chunks of /grid/temperature in one object of a cloud container: upload(data)
-        stores it and returns its ETag; rewrite(data) stores it again (a new ETag)."""
+    def check_virtual_in_cloud(self, kind, prefix, store_cfg, endpoint_opt, upload, rewrite,
+                               changed_word):
+        """Virtual chunks of /grid/temperature in one object of a cloud container: upload(key,
+        data) stores it and returns the reference's checksum fields ({"etag": ...} or
+        {"last_modified": seconds}); rewrite(key, data) stores it again, a version the checksum
+        refuses (the log then says changed_word)."""
         for spec in (1, 2):
             good, facts = REPOS[spec]
             head = facts["branches"]["main"]["head"]
@@ -324,9 +327,9 @@ class Written(zfmount.TestCase, Checks):
                                         schema_dir=SCHEMA_DIR)
             with open(target, "rb") as f:
                 data = f.read()
-            etag = upload("v%d/target.bin" % spec, data)
-            refs = {c: {"location": prefix + "v%d/target.bin" % spec, "offset": off,
-                        "length": length, "etag": etag}
+            checksum = upload("v%d/target.bin" % spec, data)
+            refs = {c: dict({"location": prefix + "v%d/target.bin" % spec, "offset": off,
+                             "length": length}, **checksum)
                     for c, (off, length) in placed.items()}
             out = os.path.join(WORK, "virtual-%s-%d" % (kind, spec))
             ich.virtualize(good, out, "/grid/temperature", refs,
@@ -340,7 +343,7 @@ class Written(zfmount.TestCase, Checks):
             rewrite("v%d/target.bin" % spec, data)  # same bytes, another version: refused
             with zfmount.Mount(out, options=opts, label="icw-%s-changed" % kind) as m:
                 self.assertErrno(errno.EIO, read, m.path("grid", "temperature"))
-                self.assertIn("changed", m.stderr_text())
+                self.assertIn(changed_word, m.stderr_text())
         log("  virtual chunks in %s containers (%s): read when authorised, EIO when not or "
             "when the object changed" % (kind, prefix))
 
@@ -350,8 +353,33 @@ class Written(zfmount.TestCase, Checks):
             cl.create_container("vchunks", public=True)
             self.check_virtual_in_cloud(
                 "azure", "az://vchunks/", {"azure": {"account": rs.AZ_ACCOUNT}}, az.endpoint(),
-                lambda key, data: cl.put("vchunks", key, data),
-                lambda key, data: cl.put("vchunks", key, data))
+                lambda key, data: {"etag": cl.put("vchunks", key, data)},
+                lambda key, data: cl.put("vchunks", key, data), "changed")
+
+    def test_06_virtual_gcs(self):
+        """GCS: zarrfs's GCS store tells versions by generation, so the references' checksum
+        here is a last-modified time (an ETag checksum of a GCS object is refused: EIO)."""
+        import gcs_servers as gs
+
+        def updated(meta):
+            t = datetime.datetime.strptime(meta["updated"][:19], "%Y-%m-%dT%H:%M:%S")
+            return int(t.replace(tzinfo=datetime.timezone.utc).timestamp())
+
+        emu = gs.GcsEmulator().start()
+        try:
+            cl = gs.GcsClient(emu.port)
+
+            def rewrite(key, data):
+                time.sleep(1.1)  # a later second than the reference's time
+                cl.put("vchunks", key, data)
+
+            self.check_virtual_in_cloud(
+                "gcs", "gcs://vchunks/", {"gcs": {}}, emu.endpoint(),
+                lambda key, data: {"last_modified": updated(cl.put("vchunks", key, data))},
+                rewrite, "modified")
+            cl.close()
+        finally:
+            emu.stop()
 
 
 if __name__ == "__main__":
