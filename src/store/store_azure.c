@@ -357,18 +357,6 @@ static zf_status az_stat_v(zf_store *s, const char *key, zf_store_version *ver, 
     return ok ? ZF_OK : zf_fail(err, ZF_ERR_IO, "%s: HEAD answered without a size", key);
 }
 
-static zf_status az_stat(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
-                         zf_err *err)
-{
-    zf_store_version v;
-    zf_status st = az_stat_v(s, key, &v, err);
-    if (st == ZF_OK && size)
-        *size = v.size;
-    if (st == ZF_OK && mtime)
-        *mtime = v.mtime;
-    return st;
-}
-
 /* Azure has no suffix ranges (Azurite answers "bytes=-N" with the whole blob as a 206 without
  * Content-Range): the last len bytes are asked for by offset, the size from Get Blob Properties,
  * checked against the total of the answer (a blob replaced in between is read again). */
@@ -395,30 +383,7 @@ static zf_status az_range_request(zf_store *s, const char *key, zf_http_kind kin
     return zf_fail(err, ZF_ERR_IO, "%s: the blob changed during each of 3 reads of its end", key);
 }
 
-static zf_status az_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)
-{
-    return zf_http_get(s, key, az_range_request, 0, out, NULL, err);
-}
-
-static zf_status az_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
-                                zf_bytes *out, zf_err *err)
-{
-    return zf_http_get_partial(s, key, offset, len, az_range_request, az_stat, out, NULL, err);
-}
-
-static zf_status az_get_suffix(zf_store *s, const char *key, uint64_t len, zf_bytes *out,
-                               uint64_t *total, zf_err *err)
-{
-    return zf_http_get_suffix(s, key, len, az_range_request, az_stat, out, total, NULL, err);
-}
-
-static zf_status az_read_versioned(zf_store *s, const char *key, zf_read_kind kind,
-                                   uint64_t offset, uint64_t len, zf_bytes *out,
-                                   zf_store_version *ver, zf_err *err)
-{
-    return zf_http_read_versioned(s, key, kind, offset, len, az_range_request, az_stat,
-                                  az_stat_v, out, ver, err);
-}
+ZF_HTTP_LIKE_READS(az, az_range_request, az_stat_v)
 
 /* Put Blob (data) or Delete Blob; with conditional, only while the blob is still the version
  * base (If-Match with its ETag; If-None-Match: * for a key read as absent, base NULL). */

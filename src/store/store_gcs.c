@@ -328,42 +328,7 @@ static zf_status gcs_stat_v(zf_store *s, const char *key, zf_store_version *ver,
                          : zf_fail(err, ZF_ERR_IO, "%s: object metadata without a size", key);
 }
 
-static zf_status gcs_stat(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
-                          zf_err *err)
-{
-    zf_store_version v;
-    zf_status st = gcs_stat_v(s, key, &v, err);
-    if (st == ZF_OK && size)
-        *size = v.size;
-    if (st == ZF_OK && mtime)
-        *mtime = v.mtime;
-    return st;
-}
-
-static zf_status gcs_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)
-{
-    return zf_http_get(s, key, gcs_range_request, 0, out, NULL, err);
-}
-
-static zf_status gcs_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
-                                 zf_bytes *out, zf_err *err)
-{
-    return zf_http_get_partial(s, key, offset, len, gcs_range_request, gcs_stat, out, NULL, err);
-}
-
-static zf_status gcs_get_suffix(zf_store *s, const char *key, uint64_t len, zf_bytes *out,
-                                uint64_t *total, zf_err *err)
-{
-    return zf_http_get_suffix(s, key, len, gcs_range_request, gcs_stat, out, total, NULL, err);
-}
-
-static zf_status gcs_read_versioned(zf_store *s, const char *key, zf_read_kind kind,
-                                    uint64_t offset, uint64_t len, zf_bytes *out,
-                                    zf_store_version *ver, zf_err *err)
-{
-    return zf_http_read_versioned(s, key, kind, offset, len, gcs_range_request, gcs_stat,
-                                  gcs_stat_v, out, ver, err);
-}
+ZF_HTTP_LIKE_READS(gcs, gcs_range_request, gcs_stat_v)
 
 /* ---- writes ---------------------------------------------------------------------------------- */
 

@@ -84,18 +84,6 @@ static zf_status http_stat_v(zf_store *s, const char *key, zf_store_version *ver
     return ZF_OK;
 }
 
-static zf_status http_stat(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
-                           zf_err *err)
-{
-    zf_store_version v;
-    zf_status st = http_stat_v(s, key, &v, err);
-    if (st == ZF_OK && size)
-        *size = v.size;
-    if (st == ZF_OK && mtime)
-        *mtime = v.mtime;
-    return st;
-}
-
 
 static zf_status http_range_request(zf_store *s, const char *key, zf_http_kind kind,
                                    uint64_t offset, uint64_t len, zf_http_response *r,
@@ -104,31 +92,7 @@ static zf_status http_range_request(zf_store *s, const char *key, zf_http_kind k
     return request((http_store *)s, key, kind, offset, len, r, err);
 }
 
-static zf_status http_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)
-{
-    return zf_http_get(s, key, http_range_request, 0, out, NULL, err);
-}
-
-static zf_status http_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
-                                zf_bytes *out, zf_err *err)
-{
-    return zf_http_get_partial(s, key, offset, len, http_range_request, http_stat, out, NULL,
-                               err);
-}
-
-static zf_status http_get_suffix(zf_store *s, const char *key, uint64_t len, zf_bytes *out,
-                               uint64_t *total, zf_err *err)
-{
-    return zf_http_get_suffix(s, key, len, http_range_request, http_stat, out, total, NULL, err);
-}
-
-static zf_status http_read_versioned(zf_store *s, const char *key, zf_read_kind kind,
-                                     uint64_t offset, uint64_t len, zf_bytes *out,
-                                     zf_store_version *ver, zf_err *err)
-{
-    return zf_http_read_versioned(s, key, kind, offset, len, http_range_request, http_stat,
-                                  http_stat_v, out, ver, err);
-}
+ZF_HTTP_LIKE_READS(http, http_range_request, http_stat_v)
 
 static zf_status http_list_dir(zf_store *s, const char *prefix, zf_store_listing *out,
                                zf_err *err)

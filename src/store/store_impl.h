@@ -169,6 +169,44 @@ zf_status zf_http_read_versioned(zf_store *s, const char *key, zf_read_kind kind
                                  zf_stat_fn stat, zf_stat_version_fn stat_v, zf_bytes *out,
                                  zf_store_version *ver, zf_err *err);
 
+/* The reads of an HTTP-like store (HTTP, S3, GCS, Azure) from its two primitives, as static
+ * functions P_stat, P_get, P_get_partial, P_get_suffix and P_read_versioned for its ops table:
+ * REQUEST, its zf_range_request_fn, and STAT_V, its zf_stat_version_fn (P_stat is STAT_V
+ * without the version). */
+#define ZF_HTTP_LIKE_READS(P, REQUEST, STAT_V)                                                  \
+    static zf_status P##_stat(zf_store *s, const char *key, uint64_t *size,                  \
+                              struct timespec *mtime, zf_err *err)                           \
+    {                                                                                        \
+        zf_store_version v;                                                                  \
+        zf_status st = STAT_V(s, key, &v, err);                                              \
+        if (st == ZF_OK && size)                                                             \
+            *size = v.size;                                                                  \
+        if (st == ZF_OK && mtime)                                                            \
+            *mtime = v.mtime;                                                                \
+        return st;                                                                           \
+    }                                                                                        \
+    static zf_status P##_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)       \
+    {                                                                                        \
+        return zf_http_get(s, key, REQUEST, 0, out, NULL, err);                              \
+    }                                                                                        \
+    static zf_status P##_get_partial(zf_store *s, const char *key, uint64_t offset,          \
+                                     uint64_t len, zf_bytes *out, zf_err *err)               \
+    {                                                                                        \
+        return zf_http_get_partial(s, key, offset, len, REQUEST, P##_stat, out, NULL, err);  \
+    }                                                                                        \
+    static zf_status P##_get_suffix(zf_store *s, const char *key, uint64_t len,              \
+                                    zf_bytes *out, uint64_t *total, zf_err *err)             \
+    {                                                                                        \
+        return zf_http_get_suffix(s, key, len, REQUEST, P##_stat, out, total, NULL, err);    \
+    }                                                                                        \
+    static zf_status P##_read_versioned(zf_store *s, const char *key, zf_read_kind kind,     \
+                                        uint64_t offset, uint64_t len, zf_bytes *out,        \
+                                        zf_store_version *ver, zf_err *err)                  \
+    {                                                                                        \
+        return zf_http_read_versioned(s, key, kind, offset, len, REQUEST, P##_stat, STAT_V,  \
+                                      out, ver, err);                                        \
+    }
+
 /* "404 Not Found" (reason phrase when the server sent one, else a known one, else "HTTP 404"). */
 void zf_http_status_text(const zf_http_response *resp, char *buf, size_t n);
 

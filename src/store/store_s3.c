@@ -123,18 +123,6 @@ static zf_status s3_stat_v(zf_store *s, const char *key, zf_store_version *ver, 
     return ok ? ZF_OK : zf_fail(err, ZF_ERR_IO, "%s: HEAD answered without a size", key);
 }
 
-static zf_status s3_stat(zf_store *s, const char *key, uint64_t *size, struct timespec *mtime,
-                         zf_err *err)
-{
-    zf_store_version v;
-    zf_status st = s3_stat_v(s, key, &v, err);
-    if (st == ZF_OK && size)
-        *size = v.size;
-    if (st == ZF_OK && mtime)
-        *mtime = v.mtime;
-    return st;
-}
-
 
 static zf_status s3_range_request(zf_store *s, const char *key, zf_http_kind kind,
                                    uint64_t offset, uint64_t len, zf_http_response *r,
@@ -143,30 +131,7 @@ static zf_status s3_range_request(zf_store *s, const char *key, zf_http_kind kin
     return request((s3_store *)s, key, kind, offset, len, r, err);
 }
 
-static zf_status s3_get(zf_store *s, const char *key, zf_bytes *out, zf_err *err)
-{
-    return zf_http_get(s, key, s3_range_request, 0, out, NULL, err);
-}
-
-static zf_status s3_get_partial(zf_store *s, const char *key, uint64_t offset, uint64_t len,
-                                zf_bytes *out, zf_err *err)
-{
-    return zf_http_get_partial(s, key, offset, len, s3_range_request, s3_stat, out, NULL, err);
-}
-
-static zf_status s3_get_suffix(zf_store *s, const char *key, uint64_t len, zf_bytes *out,
-                               uint64_t *total, zf_err *err)
-{
-    return zf_http_get_suffix(s, key, len, s3_range_request, s3_stat, out, total, NULL, err);
-}
-
-static zf_status s3_read_versioned(zf_store *s, const char *key, zf_read_kind kind,
-                                   uint64_t offset, uint64_t len, zf_bytes *out,
-                                   zf_store_version *ver, zf_err *err)
-{
-    return zf_http_read_versioned(s, key, kind, offset, len, s3_range_request, s3_stat,
-                                  s3_stat_v, out, ver, err);
-}
+ZF_HTTP_LIKE_READS(s3, s3_range_request, s3_stat_v)
 
 /* A PUT (data) or DELETE; with conditional, only while the object is still the version base
  * (S3 conditional writes: If-Match with the ETag read; If-None-Match: * for a PUT of a key read as
