@@ -1265,17 +1265,25 @@ zf_cache *zf_hierarchy_cache(zf_hierarchy *h) { return h->cache; }
 
 double zf_hierarchy_metadata_ttl(const zf_hierarchy *h) { return h->ttl; }
 
+/* The counters both forms of the statistics report. */
+static void gather_stats(zf_hierarchy *h, zf_cache_stats *c, zf_decode_stats *d,
+                         zf_store_stats *s, zf_mem_stats *m)
+{
+    zf_cache_get_stats(h->cache, c);
+    zf_array_get_decode_stats(d);
+    zf_store_get_stats(h->store, s);
+    if (h->versions)
+        zf_h_versions_store_stats(h, s);
+    *m = zf_mem_get_stats();
+}
+
 char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
 {
     zf_cache_stats c;
     zf_decode_stats d;
     zf_store_stats s;
-    zf_cache_get_stats(h->cache, &c);
-    zf_array_get_decode_stats(&d);
-    zf_store_get_stats(h->store, &s);
-    if (h->versions)
-        zf_h_versions_store_stats(h, &s);
-    zf_mem_stats m = zf_mem_get_stats();
+    zf_mem_stats m;
+    gather_stats(h, &c, &d, &s, &m);
     char dc[512]; /* the disk cache's counters, when there is one */
     zf_store_disk_cache_json(h->store, dc, sizeof dc);
     char *out;
@@ -1324,12 +1332,8 @@ void zf_hierarchy_metrics(zf_hierarchy *h, zf_sbuf *b, const char *l)
     zf_cache_stats c;
     zf_decode_stats d;
     zf_store_stats s;
-    zf_cache_get_stats(h->cache, &c);
-    zf_array_get_decode_stats(&d);
-    zf_store_get_stats(h->store, &s);
-    if (h->versions)
-        zf_h_versions_store_stats(h, &s);
-    zf_mem_stats m = zf_mem_get_stats();
+    zf_mem_stats m;
+    gather_stats(h, &c, &d, &s, &m);
     metric(b, "zarrfs_cache_hits_total", "counter", "Chunk lookups the cache answered.", l,
            (double)c.hits);
     metric(b, "zarrfs_cache_misses_total", "counter", "Chunk lookups that loaded the chunk.", l,
