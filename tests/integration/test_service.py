@@ -960,8 +960,8 @@ class MountHelper(zfmount.TestCase):
         """Each local fstab line of the man page (source and mount point replaced) mounts with
         `mount -T FSTAB MNT`, reads right and ends with umount(8); so does an http(s) line
         (_netdev,nofail) with its server replaced by an nginx on 127.0.0.1 serving the same
-        store. Each remote one (http(s)/s3), its server replaced by a closed port of 127.0.0.1
-        (an S3 line gets endpoint= that port and dummy credentials), fails with a clear
+        store. Each remote one (http(s), s3, gs, az), its server replaced by a closed port of
+        127.0.0.1 (an S3, GCS or Azure line gets endpoint= that port), fails with a clear
         connection error and leaves nothing mounted."""
         fstab = os.path.join(WORK, "fstab")
         lines = self.fstab_lines()
@@ -989,7 +989,7 @@ class MountHelper(zfmount.TestCase):
                         sk.bind(("127.0.0.1", 0))
                         port = sk.getsockname()[1]
                     scheme, _, rest = src.partition("://")
-                    if scheme == "s3":
+                    if scheme in ("s3", "gs", "az"):  # buckets and containers: endpoint=
                         source = src
                         opts_used = opts + ",endpoint=http://127.0.0.1:%d" % port
                     else:
