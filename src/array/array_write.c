@@ -438,8 +438,9 @@ static zf_status throttle(zf_array *a, zf_err *err)
         return ZF_OK;
     zf_log_error("writing back written chunks failed: %s", ferr.msg);
     zf_cache_get_stats(a->cache, &cs);
-    if (cs.dirty_bytes > cap) /* the flush's status: ENOSPC for a full store, else EIO */
-        return zf_fail(err, st == ZF_ERR_NO_SPACE ? st : ZF_ERR_IO,
+    if (cs.dirty_bytes > cap) /* the flush's status: ENOSPC for a full store, EACCES for
+                                 refused credentials, else EIO */
+        return zf_fail(err, st == ZF_ERR_NO_SPACE || st == ZF_ERR_ACCESS ? st : ZF_ERR_IO,
                        "written data cannot be stored: %s", ferr.msg);
     return ZF_OK;
 }
