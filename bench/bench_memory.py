@@ -314,9 +314,10 @@ def whole_reader(path, start=0, end=None):
 CHECKING = threading.Event()    # set: the readers compute the CRC-32 of what they read
 
 
-def random_reader(paths, size, seed, deadline):
+def random_reader(paths, size, seed, seconds):
     """Random ranges of 64 KiB-1 MiB (4 KiB multiples, 4 KiB-aligned) of random files of `paths`
-    (each `size` bytes) until `deadline` (perf_counter); (bytes, 0)."""
+    (each `size` bytes) for `seconds`; (bytes, 0)."""
+    deadline = time.perf_counter() + seconds
     r = random.Random(seed)
     buf = bytearray(MiB)
     mv = memoryview(buf)
@@ -385,9 +386,8 @@ class Scenario:
     def jobs(self, mnt, rep):
         files = self.files(mnt)
         if self.name == "random":
-            deadline = time.perf_counter() + CFG["random_s"]
             return [(lambda i=i: random_reader(files, self.facts["nbytes"],
-                                               CFG["seed"] + 1000 * rep + i, deadline))
+                                               CFG["seed"] + 1000 * rep + i, CFG["random_s"]))
                     for i in range(CFG["readers"])]
         if self.name == "big16":
             q = self.facts["nbytes"] // N_ARRAYS

@@ -6,7 +6,7 @@
 # throughput beside it. Not part of the tests. See bench/README.md ("Memory: peak RSS under
 # load") and bench_memory.py's docstring.
 #
-#   sudo bash bench/memory.sh                                   # 4 scenarios x 2 caches x 3 reps (~5 min)
+#   sudo bash bench/memory.sh                                   # 4 scenarios x 2 caches x 3 reps (~3 min)
 #   ZF_BENCH_MEMORY_OPTS=memory_limit=80M sudo bash bench/memory.sh   # once the option exists
 #   ZF_BENCH_REPS=1 ZF_BENCH_MEMORY_SCENARIOS=random,seq bash bench/memory.sh   # smoke run, no root for HTTP
 #
