@@ -392,7 +392,7 @@ class GcsProxy:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class GcsClient:
+class GcsClient(rs.TreeUploader):
     """A small JSON API client (media uploads, listing, downloads) to fill the emulator."""
 
     def __init__(self, port):
@@ -436,36 +436,6 @@ class GcsClient:
     def get(self, bucket, name):
         return self.request("GET", "/storage/v1/b/%s/o/%s?alt=media" % (
             bucket, urllib.parse.quote(name, safe="")))
-
-    def put_many(self, bucket, items, threads=6):
-        items = list(items)
-        errors = []
-
-        def work(part):
-            try:
-                for name, data in part:
-                    self.put(bucket, name, data)
-            except Exception as e:     # noqa: BLE001
-                errors.append(e)
-            self.close()
-        ts = [threading.Thread(target=work, args=(items[i::threads],)) for i in range(threads)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-        if errors:
-            raise errors[0]
-        return len(items)
-
-    def upload_tree(self, local_dir, bucket, prefix, threads=6):
-        items = []
-        for d, _dirs, files in os.walk(local_dir):
-            for f in files:
-                p = os.path.join(d, f)
-                rel = os.path.relpath(p, local_dir).replace(os.sep, "/")
-                with open(p, "rb") as fh:
-                    items.append((prefix + "/" + rel, fh.read()))
-        return self.put_many(bucket, items, threads)
 
     def list_all(self, bucket, prefix):
         names, token = [], None

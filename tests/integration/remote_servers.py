@@ -414,7 +414,54 @@ def sign_request(method, host, path, query_pairs, access_key, secret, region,
     return headers
 
 
-class S3Client:
+class TreeUploader:
+    """upload_tree and put_many over a client's put(bucket_or_container, key, data), on a few
+    threads (each client keeps one connection per thread; close() ends the thread's, if any)."""
+
+    def upload_tree(self, local_dir, bucket, prefix, threads=4, skip=None):
+        """Upload every file below local_dir as bucket/prefix/relpath; returns the key count."""
+        files = []
+        for dirpath, _dirs, names in os.walk(local_dir):
+            for n in names:
+                p = os.path.join(dirpath, n)
+                rel = os.path.relpath(p, local_dir).replace(os.sep, "/")
+                if skip and skip(rel):
+                    continue
+                files.append((p, (prefix.rstrip("/") + "/" + rel) if prefix else rel))
+        self.put_many(bucket, [(k, p) for p, k in files], threads=threads)
+        return len(files)
+
+    def put_many(self, bucket, items, threads=4):
+        """items: [(key, path or bytes)]; returns their count."""
+        items = list(items)
+        errors = []
+
+        def work(part):
+            try:
+                for key, src in part:
+                    if isinstance(src, (bytes, bytearray)):
+                        data = bytes(src)
+                    else:
+                        with open(src, "rb") as f:
+                            data = f.read()
+                    self.put(bucket, key, data)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+            close = getattr(self, "close", None)
+            if close:
+                close()
+
+        ts = [threading.Thread(target=work, args=(items[i::threads],)) for i in range(threads)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        if errors:
+            raise errors[0]
+        return len(items)
+
+
+class S3Client(TreeUploader):
     """Signed requests to an S3 endpoint (http://127.0.0.1:PORT), path-style."""
 
     def __init__(self, port, access_key="S3RVER", secret="S3RVER", region="us-east-1"):
@@ -458,44 +505,6 @@ class S3Client:
                                    sha=hashlib.sha256(data).hexdigest())
         if st != 200:
             raise RuntimeError("PUT %s/%s: %d %s" % (bucket, key, st, body[:300]))
-
-    def upload_tree(self, local_dir, bucket, prefix, threads=4, skip=None):
-        """Upload every file below local_dir as bucket/prefix/relpath; returns the key count."""
-        files = []
-        for dirpath, _dirs, names in os.walk(local_dir):
-            for n in names:
-                p = os.path.join(dirpath, n)
-                rel = os.path.relpath(p, local_dir).replace(os.sep, "/")
-                if skip and skip(rel):
-                    continue
-                files.append((p, (prefix.rstrip("/") + "/" + rel) if prefix else rel))
-        self.put_many(bucket, [(k, p) for p, k in files], threads=threads)
-        return len(files)
-
-    def put_many(self, bucket, items, threads=4):
-        """items: [(key, path or bytes)]."""
-        items = list(items)
-        errors = []
-
-        def work(part):
-            try:
-                for key, src in part:
-                    if isinstance(src, (bytes, bytearray)):
-                        data = bytes(src)
-                    else:
-                        with open(src, "rb") as f:
-                            data = f.read()
-                    self.put(bucket, key, data)
-            except Exception as e:  # noqa: BLE001 - reported below
-                errors.append(e)
-
-        ts = [threading.Thread(target=work, args=(items[i::threads],)) for i in range(threads)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-        if errors:
-            raise errors[0]
 
     def list_v2(self, bucket, prefix="", delimiter="/", max_keys=None, token=None):
         q = [("list-type", "2"), ("prefix", prefix)]
@@ -662,7 +671,7 @@ def container_sas(container, expiry, permissions="rwdl", account=AZ_ACCOUNT, key
     return urllib.parse.urlencode(q, quote_via=urllib.parse.quote, safe="")
 
 
-class AzureClient:
+class AzureClient(TreeUploader):
     """Shared Key requests to an Azurite blob endpoint (http://127.0.0.1:PORT/ACCOUNT)."""
 
     def __init__(self, port, account=AZ_ACCOUNT, key=AZ_KEY):
@@ -756,42 +765,6 @@ class AzureClient:
             out += names
             if not marker:
                 return out
-
-    def upload_tree(self, local_dir, container, prefix, threads=4):
-        """Upload every file below local_dir as container/prefix/relpath; the blob count."""
-        items = []
-        for dirpath, _dirs, names in os.walk(local_dir):
-            for n in names:
-                p = os.path.join(dirpath, n)
-                rel = os.path.relpath(p, local_dir).replace(os.sep, "/")
-                items.append(((prefix.rstrip("/") + "/" + rel) if prefix else rel, p))
-        self.put_many(container, items, threads)
-        return len(items)
-
-    def put_many(self, container, items, threads=4):
-        """items: [(key, path or bytes)]."""
-        items = list(items)
-        errors = []
-
-        def work(part):
-            try:
-                for key, src in part:
-                    if isinstance(src, (bytes, bytearray)):
-                        data = bytes(src)
-                    else:
-                        with open(src, "rb") as f:
-                            data = f.read()
-                    self.put(container, key, data)
-            except Exception as e:  # noqa: BLE001 - reported below
-                errors.append(e)
-
-        ts = [threading.Thread(target=work, args=(items[i::threads],)) for i in range(threads)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-        if errors:
-            raise errors[0]
 
 
 class Azurite:
