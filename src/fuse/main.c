@@ -895,13 +895,12 @@ int main(int argc, char *argv[])
     zf_fs fs = {0};
     if (!parse_ownership(&o, &fs))
         goto out;
-    if (o.metrics_file && o.metrics_file[0] != '/') { /* the daemon's cwd becomes / */
-        char *cwd = realpath(".", NULL), *abs = NULL;
-        if (cwd && asprintf(&abs, "%s/%s", cwd, o.metrics_file) > 0) {
+    if (o.metrics_file) { /* the daemon's cwd becomes / */
+        char *abs = absolute_path(o.metrics_file);
+        if (abs) {
             free(o.metrics_file);
             o.metrics_file = abs;
         }
-        free(cwd);
     }
     zf_credentials creds = {0};
     char *netrc = NULL;
