@@ -97,12 +97,20 @@ NET_NAMES = {"VETH_HOST": "zfm-h", "VETH_NS": "zfm-n", "HOST_IP": "10.213.9.1",
              "NS_IP": "10.213.9.2"}
 
 
-def limit_of(opts):
-    """The memory_limit=SIZE among comma-separated -o options, in bytes, or None."""
+DEFAULT_MARGIN = 128 * MiB  # zarrfs's default memory_limit: cache_size + 128 MiB
+
+
+def limit_of(opts, cache, side="zarrfs"):
+    """(bound in bytes, its text): the memory_limit=SIZE among comma-separated -o options; else,
+    for the zarrfs side (whose daemon always has one), the default cache_size + 64 MiB; else
+    (None, "cache_size")."""
     for o in opts.split(","):
         if o.startswith("memory_limit="):
-            return h.parse_size(o.split("=", 1)[1])
-    return None
+            v = o.split("=", 1)[1]
+            return h.parse_size(v), "memory_limit " + v
+    if side == "zarrfs":
+        return h.parse_size(cache) + DEFAULT_MARGIN, "default memory_limit (cache_size + 128M)"
+    return None, "cache_size"
 
 
 # ---------------------------------------------------------------------------- data
@@ -493,7 +501,7 @@ def measure(sc, cache, side, rep, mnt, logfile):
     r["bytes"] = sum(n for n, _c in out)
     r["seconds"] = t
     r["mbps"] = h.mbps(r["bytes"], t)
-    bound = limit_of(side[2]) or h.parse_size(cache)
+    bound = limit_of(side[2], cache, side[0])[0] or h.parse_size(cache)
     r["over_bound_mib"] = r["hwm_mib"] - bound / MiB
     r["load1"] = os.getloadavg()[0]
     return r
@@ -545,10 +553,10 @@ def markdown(res):
         by_key[(side, row["scenario"], row["cache"])] = row
         med = row["summary"]["median"]
         over = med["over_bound_mib"]
-        limit = limit_of(opts)
-        bound = ("memory_limit %s; goal ≤ +%d %s" % (
-            opts.split("memory_limit=", 1)[1].split(",")[0], GOAL_SLACK_MIB,
-            "✓" if over <= GOAL_SLACK_MIB else "✗")) if limit else "cache_size"
+        limit, what = limit_of(opts, row["cache"], side)
+        bound = ("%s; goal ≤ +%d %s" % (what, GOAL_SLACK_MIB,
+                                        "✓" if over <= GOAL_SLACK_MIB else "✗")
+                 if limit else what)
         lines.append(
             "| %s | %s | %s | %s | %.0f (%s) | **%.0f** (%s) | %.0f | %.0f | **%+.0f** (%s) "
             "| %.0f / %.0f | %.0f (%.0f) | %.0f | %.0f%% | %s | %s |" % (

@@ -343,12 +343,40 @@ size_t zf_array_chunk_nbytes(const zf_array *a, uint64_t chunk)
     return (size_t)zf_grid_chunk_box(&a->grid, cc, NULL, NULL) * a->itemsize;
 }
 
+/* ----- the memory account (mem.h) of chunk loads ----- */
+
+/* A text chunk's load before any was seen: its size is known only once decoded. */
+#define TEXT_LOAD_GUESS ((size_t)4 << 20)
+
+/* What one load of `chunk` may hold at once, for its admission: the most an earlier load of the
+ * array held, else the decoded size twice (raw bytes beside the decoded; the raw bytes are the
+ * decoded chunk when the chain is empty). */
+static size_t load_estimate(const zf_array *a, uint64_t chunk)
+{
+    size_t seen = atomic_load(&a->load_peak);
+    if (a->text)
+        return seen ? seen : TEXT_LOAD_GUESS;
+    size_t nbytes = zf_array_chunk_nbytes(a, chunk);
+    size_t guess = a->chain->n == 0 ? nbytes : 2 * nbytes;
+    return seen > guess || (seen && a->grid.edges[0] == NULL) ? seen : guess;
+}
+
+/* This load holds n bytes at once: charge them (zf_mem_grow) and remember the most. */
+static void note_load_peak(zf_array *a, size_t n)
+{
+    zf_mem_grow(n);
+    size_t seen = atomic_load(&a->load_peak);
+    while (n > seen && !atomic_compare_exchange_weak(&a->load_peak, &seen, n))
+        ;
+}
+
 /* Decode one stored chunk (raw, consumed) of representation dec into a new buffer of
  * dec->nbytes. */
 static zf_status decode_chunk(zf_array *a, const zf_chunk_repr *dec, const char *what,
                               zf_bytes *raw, void **data, size_t *size, zf_err *err)
 {
     if (a->text) {
+        size_t raw_len = raw->len;
         zf_text_chunk *t = NULL;
         zf_err derr = {""};
         uint64_t t0 = zf_array_now_ns();
@@ -366,10 +394,13 @@ static zf_status decode_chunk(zf_array *a, const zf_chunk_repr *dec, const char 
         n_decoded++;
         *data = t;
         *size = sizeof *t + (size_t)(t->nelems + 1) * sizeof(uint32_t) + (size_t)t->len + 1;
+        note_load_peak(a, raw_len + *size);
         return ZF_OK;
     }
     size_t nbytes = dec->nbytes;
-    if (a->chain->n == 0 && raw->len == nbytes && raw->data) {
+    bool as_is = a->chain->n == 0 && raw->len == nbytes && raw->data;
+    note_load_peak(a, as_is ? nbytes : raw->len + nbytes);
+    if (as_is) {
         *data = raw->data; /* stored raw: the store's buffer is the decoded chunk */
         *size = raw->len;
         n_decoded++;
@@ -578,11 +609,24 @@ zf_status zf_array_read_stored_chunk(zf_array *a, const char *key, const uint64_
 
 static zf_status load_inner(zf_array *a, const char *key, const uint64_t *cc, void **data,
                             size_t *size, zf_err *err);
+static zf_status load_chunk(zf_array *a, uint64_t chunk, void **data, size_t *size,
+                           void **record, zf_err *err);
 
 zf_status zf_array_load_chunk(void *ctx, uint64_t chunk, void **data, size_t *size,
                               void **record, zf_err *err)
 {
     zf_array *a = ctx;
+    zf_mem_ticket t;
+    /* may wait for memory: backpressure; a kept buffer is set aside for the decoded chunk */
+    zf_mem_admit(&t, load_estimate(a, chunk), a->text ? 0 : zf_array_chunk_nbytes(a, chunk));
+    zf_status st = load_chunk(a, chunk, data, size, record, err);
+    zf_mem_leave(&t);
+    return st;
+}
+
+static zf_status load_chunk(zf_array *a, uint64_t chunk, void **data, size_t *size,
+                           void **record, zf_err *err)
+{
     uint64_t cc[ZF_MAX_DIMS];
     char key[4096];
     zf_grid_chunk_coords(&a->grid, chunk, cc);

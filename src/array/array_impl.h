@@ -69,6 +69,8 @@ struct zf_array {
     unsigned readahead_chunks;     /* ... and chunks, at least (0: none) */
     _Atomic uint64_t last_end;     /* byte just past the previous read, to spot sequential reads */
     _Atomic uint64_t next_band;    /* bands below this are already queued for readahead */
+    _Atomic size_t load_peak;      /* the most one load of a chunk held at once (raw + decoded,
+                                      bytes): the next loads' estimate for the memory account */
     /* writing (array_write.c) */
     bool writable;                 /* zf_array_enable_write was called: readers lock entries */
     bool write_empty_chunks;       /* store chunks equal to the fill value everywhere */

@@ -60,6 +60,19 @@ static double mono_now(void)
 
 static size_t cost(const zf_cache_entry *e) { return e->data ? e->size : ABSENT_COST; }
 
+/* The cache's bytes change (mu held): the memory account (mem.h) holds them too. */
+static void add_bytes(zf_cache *c, size_t n)
+{
+    c->bytes += n;
+    zf_mem_charge(n);
+}
+
+static void sub_bytes(zf_cache *c, size_t n)
+{
+    c->bytes -= n;
+    zf_mem_uncharge(n);
+}
+
 static size_t bucket_of(const zf_cache *c, uint64_t array_id, uint64_t chunk)
 {
     uint64_t h = array_id * 0x9e3779b97f4a7c15ull ^ (chunk + 0x632be59bd9b4e019ull);
@@ -132,17 +145,37 @@ static void grow(zf_cache *c)
     free(old);
 }
 
+/* Evict the least recently used unpinned entry (mu held; there is one); its cost. */
+static size_t evict_one(zf_cache *c)
+{
+    zf_cache_entry *e = c->lru_tail;
+    size_t n = cost(e);
+    lru_unlink(c, e);
+    table_remove(c, e);
+    sub_bytes(c, n);
+    c->stats.evictions++;
+    entry_free(e);
+    return n;
+}
+
 /* Evict least recently used unpinned entries until the cache fits its capacity. */
 static void evict(zf_cache *c)
 {
-    while (c->bytes > c->capacity && c->lru_tail) {
-        zf_cache_entry *e = c->lru_tail;
-        lru_unlink(c, e);
-        table_remove(c, e);
-        c->bytes -= cost(e);
-        c->stats.evictions++;
-        entry_free(e);
-    }
+    while (c->bytes > c->capacity && c->lru_tail)
+        evict_one(c);
+}
+
+/* The memory account's reclaimer: evict unpinned entries, the least recently used first, until
+ * `want` bytes went. */
+static size_t reclaim(void *ctx, size_t want)
+{
+    zf_cache *c = ctx;
+    size_t freed = 0;
+    pthread_mutex_lock(&c->mu);
+    while (c->lru_tail && freed < want)
+        freed += evict_one(c);
+    pthread_mutex_unlock(&c->mu);
+    return freed;
 }
 
 zf_status zf_cache_new(size_t capacity, zf_cache **out)
@@ -157,6 +190,11 @@ zf_status zf_cache_new(size_t capacity, zf_cache **out)
         return ZF_ERR_NOMEM;
     }
     c->capacity = capacity;
+    if (!zf_mem_add_reclaimer(reclaim, c)) {
+        free(c->buckets);
+        free(c);
+        return ZF_ERR_NOMEM;
+    }
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     *out = c;
@@ -184,12 +222,13 @@ static void unpin_locked(zf_cache *c, zf_cache_entry *e)
         return;
     }
     if (e->orphan) {
-        c->bytes -= cost(e);
+        sub_bytes(c, cost(e));
         entry_free(e);
         return;
     }
     lru_push(c, e);
     evict(c);
+    zf_mem_poke(); /* evictable now: loads waiting for memory may take it */
 }
 
 zf_status zf_cache_get(zf_cache *c, uint64_t array_id, uint64_t chunk, zf_cache_load_fn load,
@@ -247,7 +286,7 @@ zf_status zf_cache_get(zf_cache *c, uint64_t array_id, uint64_t chunk, zf_cache_
         e->size = st == ZF_OK ? size : 0;
         e->record = record;
         e->state = READY;
-        c->bytes += cost(e);
+        add_bytes(c, cost(e));
         st = ZF_OK;
     } else {
         zf_free_chunk(data, size);
@@ -306,6 +345,8 @@ void zf_cache_free(zf_cache *c)
 {
     if (!c)
         return;
+    zf_mem_remove_reclaimer(reclaim, c);
+    zf_mem_uncharge(c->bytes);
     for (size_t i = 0; i < c->nbuckets; i++)
         for (zf_cache_entry *e = c->buckets[i], *next; e; e = next) {
             next = e->hnext;
@@ -336,11 +377,11 @@ void zf_cache_entry_set_record(zf_cache_entry *e, void *record)
 void zf_cache_entry_set_data(zf_cache *c, zf_cache_entry *e, void *data, size_t size)
 {
     pthread_mutex_lock(&c->mu);
-    c->bytes -= cost(e); /* an orphan still counts until its last pin goes */
+    sub_bytes(c, cost(e)); /* an orphan still counts until its last pin goes */
     zf_free_chunk(e->data, e->size);
     e->data = data;
     e->size = size;
-    c->bytes += cost(e);
+    add_bytes(c, cost(e));
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -444,7 +485,7 @@ void zf_cache_drop(zf_cache *c, uint64_t array_id, uint64_t chunk)
         table_remove(c, e);
         if (e->refs == 0) {
             lru_unlink(c, e);
-            c->bytes -= cost(e);
+            sub_bytes(c, cost(e));
             entry_free(e);
         } else {
             e->orphan = true;

@@ -11,12 +11,22 @@
  * Which buffers may be pooled: only those zf_alloc_chunk made, known by a registry of their
  * addresses and classes, and only while malloc_usable_size confirms the class (an entry left
  * behind by a buffer released with free(), its address later reused by malloc for a smaller
- * block, is then just forgotten). Anything else given to zf_free_chunk is freed. */
+ * block, is then just forgotten). Anything else given to zf_free_chunk is freed.
+ *
+ * The memory account (mem.h) is the second half: one budget, charged by the caches for the
+ * chunks they hold, by the pool for the buffers it keeps, and by every chunk load in progress for
+ * its estimate; loads that do not fit wait (backpressure) after asking the reclaimers. Lock order:
+ * a cache's lock, then the pool's (mu), then the account's (amu); reclaimers are called holding
+ * none of the account's. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "zarrfs/mem.h"
 
@@ -36,6 +46,15 @@ static size_t npool, pool_bytes;
 static slot *reg; /* live buffers of zf_alloc_chunk (unordered) */
 static size_t nreg, capreg;
 static zf_mem_stats stats;
+
+/* the account (guarded by amu) */
+static pthread_mutex_t amu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t acv = PTHREAD_COND_INITIALIZER;
+static size_t a_limit, a_used, a_peak, a_loads; /* a_limit: the account's (0: none) */
+static size_t p_limit, p_reserve;                /* the process's, and what is outside */
+static atomic_uint a_waiting; /* admissions waiting now */
+static uint64_t a_waits, a_wait_ns, a_reclaimed;
+static _Thread_local zf_mem_ticket *current;
 
 static size_t reg_find(const void *p)
 {
@@ -79,7 +98,8 @@ static void *alloc_huge(size_t n)
     return p;
 }
 
-/* Take pool slot i out (mu held), the later ones moving up. */
+/* Take pool slot i out (mu held), the later ones moving up; the pool's charge for it goes (a
+ * load's ticket covers a buffer taken for a chunk). */
 static slot pool_take(size_t i)
 {
     slot s = pool[i];
@@ -87,6 +107,7 @@ static slot pool_take(size_t i)
         pool[j] = pool[j + 1];
     npool--;
     pool_bytes -= s.n;
+    zf_mem_uncharge(s.n);
     return s;
 }
 
@@ -95,11 +116,20 @@ void *zf_alloc_bulk(size_t n)
     return n < HUGE_PAGE ? malloc(n ? n : 1) : alloc_huge(n);
 }
 
+static size_t class_of(size_t n) { return (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1); }
+
 void *zf_alloc_chunk(size_t n)
 {
     if (n < HUGE_PAGE)
         return malloc(n ? n : 1);
-    n = (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1); /* the class: whole huge pages */
+    n = class_of(n); /* the class: whole huge pages */
+    for (zf_mem_ticket *t = current; t; t = t->outer)
+        for (int k = 0; k < 2; k++)
+            if (t->claimed[k] && t->claimed_n == n) { /* set aside for this load */
+                void *p = t->claimed[k];
+                t->claimed[k] = NULL;
+                return p;
+            }
     pthread_mutex_lock(&mu);
     for (size_t i = npool; i-- > 0;) {
         if (pool[i].n != n)
@@ -120,6 +150,8 @@ void *zf_alloc_chunk(size_t n)
     return p;
 }
 
+static bool account_has_room(size_t n);
+
 void zf_free_chunk(void *p, size_t n)
 {
     if (!p)
@@ -136,7 +168,16 @@ void zf_free_chunk(void *p, size_t n)
         reg_remove(i);
         i = SIZE_MAX;
     }
-    if (i == SIZE_MAX || reg[i].n > POOL_BYTES) {
+    /* Freed during a load (its raw bytes, decoded): set aside for the load again, which is
+     * charged for it still, instead of kept twice over or freed for want of room. */
+    zf_mem_ticket *t = current;
+    for (int k = 0; i != SIZE_MAX && t && k < 2; k++)
+        if (!t->claimed[k] && t->claimed_n == reg[i].n) {
+            t->claimed[k] = p;
+            pthread_mutex_unlock(&mu);
+            return;
+        }
+    if (i == SIZE_MAX || reg[i].n > POOL_BYTES || !account_has_room(reg[i].n)) {
         if (i != SIZE_MAX)
             reg_remove(i);
         pthread_mutex_unlock(&mu);
@@ -154,6 +195,7 @@ void zf_free_chunk(void *p, size_t n)
     pool[npool++] = (slot){p, n};
     pool_bytes += n;
     stats.pooled++;
+    zf_mem_charge(n);
     pthread_mutex_unlock(&mu);
     for (size_t k = 0; k < ndrop; k++)
         free(drop[k]);
@@ -181,5 +223,274 @@ zf_mem_stats zf_mem_get_stats(void)
     zf_mem_stats s = stats;
     s.pooled_bytes = pool_bytes;
     pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&amu);
+    s.limit = p_limit;
+    s.reserve = p_reserve;
+    s.used = a_used;
+    s.peak = a_peak;
+    s.loads = a_loads;
+    s.waits = a_waits;
+    s.wait_ns = a_wait_ns;
+    s.reclaimed = a_reclaimed;
+    pthread_mutex_unlock(&amu);
     return s;
+}
+
+/* Free kept buffers, the oldest first, until `want` bytes went (or none is left): the pool's
+ * reclaimer. */
+static size_t pool_reclaim(size_t want)
+{
+    size_t freed = 0;
+    for (;;) {
+        pthread_mutex_lock(&mu);
+        if (npool == 0 || freed >= want) {
+            pthread_mutex_unlock(&mu);
+            return freed;
+        }
+        slot s = pool_take(0);
+        size_t k = reg_find(s.p);
+        if (k != SIZE_MAX)
+            reg_remove(k);
+        pthread_mutex_unlock(&mu);
+        free(s.p);
+        freed += s.n;
+    }
+}
+
+/* ----- the account ----- */
+
+
+typedef struct reclaimer {
+    zf_mem_reclaim_fn fn;
+    void *ctx;
+} reclaimer;
+static pthread_rwlock_t rlock = PTHREAD_RWLOCK_INITIALIZER;
+static reclaimer *recl;
+static size_t nrecl;
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+void zf_mem_set_limit(size_t limit, size_t reserve)
+{
+    pthread_mutex_lock(&amu);
+    p_limit = limit;
+    p_reserve = limit ? reserve : 0;
+    a_limit = !limit ? 0 : limit > reserve ? limit - reserve : 1;
+    pthread_cond_broadcast(&acv);
+    pthread_mutex_unlock(&amu);
+}
+
+size_t zf_mem_resident(void)
+{
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    bool ok = f && fscanf(f, "%ld %ld", &pages, &resident) == 2 && resident > 0;
+    if (f)
+        fclose(f);
+    return ok ? (size_t)resident * (size_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
+void zf_mem_tune_malloc(unsigned arenas)
+{
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024); /* also stops glibc raising it as buffers are freed */
+    if (arenas)
+        mallopt(M_ARENA_MAX, (int)arenas);
+}
+
+/* amu held */
+static void add_used(size_t n)
+{
+    a_used += n;
+    if (a_used > a_peak)
+        a_peak = a_used;
+}
+
+void zf_mem_charge(size_t n)
+{
+    if (!n)
+        return;
+    pthread_mutex_lock(&amu);
+    add_used(n);
+    pthread_mutex_unlock(&amu);
+}
+
+void zf_mem_uncharge(size_t n)
+{
+    if (!n)
+        return;
+    pthread_mutex_lock(&amu);
+    a_used = n < a_used ? a_used - n : 0;
+    if (atomic_load(&a_waiting))
+        pthread_cond_broadcast(&acv);
+    pthread_mutex_unlock(&amu);
+}
+
+/* The pool may keep n bytes more: the account has room for them (mu held). */
+static bool account_has_room(size_t n)
+{
+    pthread_mutex_lock(&amu);
+    bool room = !a_limit || a_used + n <= a_limit;
+    pthread_mutex_unlock(&amu);
+    return room;
+}
+
+void zf_mem_poke(void)
+{
+    if (!atomic_load(&a_waiting))
+        return;
+    pthread_mutex_lock(&amu);
+    pthread_cond_broadcast(&acv);
+    pthread_mutex_unlock(&amu);
+}
+
+/* Set kept buffers of t's class aside for t, as many as its empty slots and `room` bytes hold
+ * (the pool's charge for them goes); the bytes set aside. */
+static size_t pool_claim(zf_mem_ticket *t, size_t room)
+{
+    size_t got = 0;
+    pthread_mutex_lock(&mu);
+    for (int k = 0; k < 2; k++) {
+        if (t->claimed[k] || room < got + t->claimed_n)
+            continue;
+        for (size_t i = npool; i-- > 0;)
+            if (pool[i].n == t->claimed_n) {
+                t->claimed[k] = pool_take(i).p;
+                stats.reused++;
+                got += t->claimed_n;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&mu);
+    return got;
+}
+
+/* amu held: the admission of n bytes must wait (a limit, other loads in progress, no room) */
+static bool must_wait(size_t n)
+{
+    return a_limit && a_loads > 0 && a_used + n > a_limit;
+}
+
+/* Set kept buffers aside for t (a claim) within what it still needs (*need, amu held): moved
+ * from the pool's charge to t's. */
+static void claim_more(zf_mem_ticket *t, size_t *need)
+{
+    if (!t->claimed_n || *need == 0)
+        return;
+    pthread_mutex_unlock(&amu); /* order: mu, then amu */
+    size_t got = pool_claim(t, *need);
+    pthread_mutex_lock(&amu);
+    add_used(got);
+    *need -= got;
+}
+
+void zf_mem_admit(zf_mem_ticket *t, size_t n, size_t claim)
+{
+    t->gated = current == NULL;
+    t->outer = current;
+    t->claimed[0] = t->claimed[1] = NULL;
+    t->claimed_n = claim >= HUGE_PAGE ? class_of(claim) : 0;
+    current = t;
+    size_t need = n;
+    pthread_mutex_lock(&amu);
+    claim_more(t, &need);
+    bool waited = false;
+    uint64_t t0 = 0;
+    while (t->gated && must_wait(need)) {
+        /* the caches' least recently used chunks first: their buffers, kept, are claimed;
+         * then the kept buffers no load claimed */
+        size_t want = a_used + need - a_limit;
+        pthread_mutex_unlock(&amu);
+        size_t got = 0;
+        pthread_rwlock_rdlock(&rlock);
+        for (size_t i = 0; i < nrecl && got < want; i++)
+            got += recl[i].fn(recl[i].ctx, want - got);
+        pthread_rwlock_unlock(&rlock);
+        pthread_mutex_lock(&amu);
+        claim_more(t, &need);
+        if (must_wait(need)) {
+            pthread_mutex_unlock(&amu);
+            got += pool_reclaim(a_used + need - a_limit);
+            pthread_mutex_lock(&amu);
+        }
+        a_reclaimed += got;
+        if (!must_wait(need))
+            break;
+        if (!waited) {
+            waited = true;
+            a_waits++;
+            t0 = now_ns();
+        }
+        /* woken by every uncharge and every unpinned cache entry (zf_mem_poke), and every
+         * 50 ms in any case, to ask the reclaimers again */
+        atomic_fetch_add(&a_waiting, 1);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 50 * 1000000L;
+        if (until.tv_nsec >= 1000000000L)
+            until.tv_sec++, until.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&acv, &amu, &until);
+        atomic_fetch_sub(&a_waiting, 1);
+    }
+    if (waited)
+        a_wait_ns += now_ns() - t0;
+    if (t->gated)
+        a_loads++;
+    add_used(need);
+    t->bytes = n; /* claimed + need: claims never exceed what was needed */
+    pthread_mutex_unlock(&amu);
+}
+
+void zf_mem_grow(size_t n)
+{
+    zf_mem_ticket *t = current;
+    if (!t || n <= t->bytes)
+        return;
+    zf_mem_charge(n - t->bytes);
+    t->bytes = n;
+}
+
+void zf_mem_leave(zf_mem_ticket *t)
+{
+    current = t->outer;
+    pthread_mutex_lock(&amu);
+    a_used = t->bytes < a_used ? a_used - t->bytes : 0;
+    if (t->gated)
+        a_loads--;
+    if (atomic_load(&a_waiting))
+        pthread_cond_broadcast(&acv);
+    pthread_mutex_unlock(&amu);
+    for (int k = 0; k < 2; k++) /* not used after all: kept again, if room */
+        zf_free_chunk(t->claimed[k], t->claimed_n);
+}
+
+bool zf_mem_add_reclaimer(zf_mem_reclaim_fn fn, void *ctx)
+{
+    pthread_rwlock_wrlock(&rlock);
+    reclaimer *r = realloc(recl, (nrecl + 1) * sizeof *r);
+    if (r) {
+        recl = r;
+        recl[nrecl++] = (reclaimer){fn, ctx};
+    }
+    pthread_rwlock_unlock(&rlock);
+    return r != NULL;
+}
+
+void zf_mem_remove_reclaimer(zf_mem_reclaim_fn fn, void *ctx)
+{
+    pthread_rwlock_wrlock(&rlock);
+    for (size_t i = 0; i < nrecl; i++)
+        if (recl[i].fn == fn && recl[i].ctx == ctx) {
+            recl[i] = recl[--nrecl];
+            break;
+        }
+    if (nrecl == 0) {
+        free(recl);
+        recl = NULL;
+    }
+    pthread_rwlock_unlock(&rlock);
 }

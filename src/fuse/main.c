@@ -26,12 +26,14 @@
 
 #include "fuse_ops.h"
 #include "zarrfs/log.h"
+#include "zarrfs/mem.h"
 #include "zarrfs/metrics.h"
 #include "zarrfs/sbuf.h"
 
 typedef struct zf_options {
     char *store;
     char *cache_size;
+    char *memory_limit; /* -o memory_limit=SIZE */
     unsigned threads;
     char *log_level;
     unsigned stats_log;
@@ -63,6 +65,7 @@ enum { KEY_VIRTUAL_CHUNKS = 1, KEY_VIRTUAL_ENDPOINT };
 #define ZF_OPT(t, p) {t, offsetof(zf_options, p), 1}
 static const struct fuse_opt zf_opts[] = {
     ZF_OPT("cache_size=%s", cache_size), ZF_OPT("threads=%u", threads),
+    ZF_OPT("memory_limit=%s", memory_limit),
     ZF_OPT("log_level=%s", log_level),   ZF_OPT("stats_log=%u", stats_log),
     ZF_OPT("metrics_file=%s", metrics_file),
     ZF_OPT("insecure", insecure),         ZF_OPT("anonymous", anonymous),
@@ -91,6 +94,11 @@ static const struct fuse_opt zf_opts[] = {
 };
 
 #define DEFAULT_CACHE_SIZE "512M"
+#define DEFAULT_MEMORY_MARGIN "128M" /* the default memory_limit: cache_size + this */
+/* Of memory_limit, what is held outside the memory account: the daemon's resident memory once
+ * the hierarchy is open, and this much for what comes after (worker and FUSE threads' stacks
+ * and request buffers). */
+#define MEMORY_RESERVE_SLACK ((size_t)16 << 20)
 #define DEFAULT_DISK_CACHE_SIZE "10G"
 
 static void usage(const char *prog)
@@ -104,6 +112,9 @@ static void usage(const char *prog)
            "zarrfs options:\n"
            "    -o cache_size=SIZE     bytes of decoded chunks to keep (suffix K, M, G)\n"
            "                           (default: " DEFAULT_CACHE_SIZE ")\n"
+           "    -o memory_limit=SIZE   bound of the daemon's memory: chunk loads wait (and\n"
+           "                           the cache gives way) rather than go past it\n"
+           "                           (default: cache_size + " DEFAULT_MEMORY_MARGIN ")\n"
            "    -o threads=N           chunk decoding threads (default: one per CPU)\n"
            "    -o log_level=LEVEL     error, warn, info or debug (default: warn; -d: debug);\n"
            "                           to stderr with -f, else to syslog\n"
@@ -699,6 +710,36 @@ static void stats_log_stop(stats_logger *sl)
     pthread_mutex_destroy(&sl->mu);
 }
 
+/* -o memory_limit (default cache_size + DEFAULT_MEMORY_MARGIN), checked against what the open
+ * daemon already holds, and given to the memory account (zarrfs/mem.h). False after printing why
+ * it cannot hold. */
+static bool set_memory_limit(const zf_options *o, size_t cache_size)
+{
+    size_t limit = o->memory_limit ? parse_size(o->memory_limit)
+                                   : cache_size + parse_size(DEFAULT_MEMORY_MARGIN);
+    if (limit == 0) {
+        fprintf(stderr, "zarrfs: -o memory_limit=%s: expected a size such as 1G\n",
+                o->memory_limit);
+        return false;
+    }
+    size_t reserve = zf_mem_resident() + MEMORY_RESERVE_SLACK;
+    size_t least = reserve + ((size_t)16 << 20); /* room for a few chunks */
+    if (limit < least) {
+        fprintf(stderr, "zarrfs: -o memory_limit=%s: too small: the daemon holds %zu MiB "
+                "already and needs %zu MiB at least\n", o->memory_limit ? o->memory_limit : "",
+                (reserve - MEMORY_RESERVE_SLACK) >> 20, (least + ((size_t)1 << 20) - 1) >> 20);
+        return false;
+    }
+    if (limit - reserve < cache_size)
+        zf_log_warn("-o memory_limit=%s: the chunk cache can hold %zu MiB of its cache_size "
+                    "(%zu MiB) at most", o->memory_limit, (limit - reserve) >> 20,
+                    cache_size >> 20);
+    zf_mem_set_limit(limit, reserve);
+    zf_log_info("memory_limit %zu MiB: %zu MiB for cached chunks and loads in progress",
+                limit >> 20, (limit - reserve) >> 20);
+    return true;
+}
+
 /* The session loop, multithreaded unless -s; returns what the loop returned (-1: no memory). */
 static int run_loop(struct fuse_session *se, const struct fuse_cmdline_opts *cl)
 {
@@ -827,6 +868,8 @@ int main(int argc, char *argv[])
         else if (strncmp(argv[i], "-o", 2) == 0)
             join_sidecar_kinds(argv[i] + 2);
     }
+    /* Before any thread: large buffers mapped on their own, few malloc arenas (zarrfs/mem.h) */
+    zf_mem_tune_malloc(4);
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
     zf_options o = {.retries = UINT_MAX};
     struct fuse_cmdline_opts cl = {0};
@@ -985,7 +1028,7 @@ int main(int argc, char *argv[])
     }
     free(remote_url);
 
-    if (!check_mountpoint(cl.mountpoint))
+    if (!check_mountpoint(cl.mountpoint) || !set_memory_limit(&o, hopts.cache_size))
         goto out;
     if (icechunk) { /* the other versions, under .icechunk/ */
         size_t nk;
@@ -1067,6 +1110,7 @@ out:
     free(o.store);
     free(shown);
     free(o.cache_size);
+    free(o.memory_limit);
     free(o.log_level);
     free(o.timeout);
     free(o.metadata_ttl);

@@ -16,6 +16,7 @@
 #include <sys/statvfs.h>
 
 #include "fuse_ops.h"
+#include "zarrfs/mem.h"
 #include "zarrfs/log.h"
 #include "zarrfs/metrics.h"
 #include "zarrfs/sbuf.h"
@@ -767,6 +768,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     void *buf = st == ZF_OK ? malloc(size ? size : 1) : NULL;
     if (st == ZF_OK && !buf)
         st = ZF_ERR_NOMEM;
+    if (buf) /* the reply's buffer is memory the load brings: in the account (zarrfs/mem.h) */
+        zf_mem_charge(size);
     size_t got = 0;
     if (st == ZF_OK)
         st = n->derived ? zf_hierarchy_read_derived(H(req), n, (uint64_t)off, buf, size, &got,
@@ -782,6 +785,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         reply_read_error(req, n, st, &err, size, (uint64_t)off);
     else if (fuse_reply_buf(req, buf, got) == 0)
         zf_metrics_served(got);
+    if (buf)
+        zf_mem_uncharge(size);
     free(buf);
 }
 

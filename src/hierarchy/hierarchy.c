@@ -1300,6 +1300,9 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
                      "\"retries\": %llu, \"errors\": %llu, \"writes\": %llu, "
                      "\"bytes_written\": %llu}, "
                      "\"buffers\": {\"fresh\": %llu, \"reused\": %llu, \"kept_bytes\": %zu}, "
+                     "\"memory\": {\"limit\": %zu, \"reserve\": %zu, \"accounted\": %zu, "
+                     "\"peak_accounted\": %zu, \"loads\": %zu, \"waits\": %llu, "
+                     "\"wait_seconds\": %.6f, \"reclaimed\": %llu}, "
                      "\"replies_failed\": %llu%s}\n",
                      (unsigned long long)c.hits, (unsigned long long)c.misses,
                      (unsigned long long)c.evictions, c.bytes, c.entries,
@@ -1315,6 +1318,8 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
                      (unsigned long long)s.retries, (unsigned long long)s.errors,
                      (unsigned long long)s.writes, (unsigned long long)s.bytes_written,
                      (unsigned long long)m.fresh, (unsigned long long)m.reused, m.pooled_bytes,
+                     m.limit, m.reserve, m.used, m.peak, m.loads, (unsigned long long)m.waits,
+                     (double)m.wait_ns / 1e9, (unsigned long long)m.reclaimed,
                      (unsigned long long)replies_failed, dc);
     return n < 0 ? NULL : out;
 }
@@ -1370,13 +1375,24 @@ void zf_hierarchy_metrics(zf_hierarchy *h, zf_sbuf *b, const char *l)
            (double)s.bytes_written);
     metric(b, "zarrfs_buffer_pool_bytes", "gauge", "Chunk buffers kept for reuse.", l,
            (double)m.pooled_bytes);
-    long pages = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f && fscanf(f, "%ld %ld", &pages, &resident) == 2 && resident >= 0)
+    metric(b, "zarrfs_memory_limit_bytes", "gauge",
+           "The daemon's memory bound (-o memory_limit; 0: none).", l, (double)m.limit);
+    metric(b, "zarrfs_memory_accounted_bytes", "gauge",
+           "Bytes charged to the memory account: cached chunks, kept buffers, loads in progress.",
+           l, (double)m.used);
+    metric(b, "zarrfs_memory_accounted_limit_bytes", "gauge",
+           "What the memory account may hold: the bound less the daemon's fixed memory.", l,
+           (double)(m.limit > m.reserve ? m.limit - m.reserve : 0));
+    metric(b, "zarrfs_memory_loads_in_progress", "gauge", "Chunk loads admitted and not ended.",
+           l, (double)m.loads);
+    metric(b, "zarrfs_memory_waits_total", "counter",
+           "Chunk loads that waited for memory (backpressure).", l, (double)m.waits);
+    metric(b, "zarrfs_memory_wait_seconds_total", "counter",
+           "Time chunk loads spent waiting for memory.", l, (double)m.wait_ns / 1e9);
+    size_t resident = zf_mem_resident();
+    if (resident)
         metric(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", l,
-               (double)resident * (double)sysconf(_SC_PAGESIZE));
-    if (f)
-        fclose(f);
+               (double)resident);
 }
 
 static zf_status read_consolidated(zf_hierarchy *h, zf_err *err)

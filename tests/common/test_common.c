@@ -1,6 +1,8 @@
 /* Unit tests for src/common: typestrs, element casts, half floats, JSON helpers, base64. */
 #include <check.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -316,5 +318,153 @@ START_TEST(bulk_buffers_recycled)
 }
 END_TEST
 
+/* ----- the memory account ----- */
+
+typedef struct admitter {
+    size_t n;
+    atomic_bool admitted;
+    zf_mem_ticket t;
+} admitter;
+
+static void *admit_run(void *arg)
+{
+    admitter *a = arg;
+    zf_mem_admit(&a->t, a->n, 0);
+    atomic_store(&a->admitted, true);
+    zf_mem_leave(&a->t);
+    return NULL;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* A load that does not fit waits while another is in progress, and goes in when it ends; one
+ * alone always goes in (even past the limit); a load inside another on the same thread never
+ * waits; the reserve is outside the account. */
+START_TEST(memory_account_backpressure)
+{
+    zf_mem_set_limit(1100, 1000); /* the account: 100 bytes */
+    zf_mem_stats s0 = zf_mem_get_stats();
+    ck_assert_uint_eq(s0.limit, 1100);
+    ck_assert_uint_eq(s0.reserve, 1000);
+    zf_mem_ticket a;
+    zf_mem_admit(&a, 60, 0);
+    ck_assert_uint_eq(zf_mem_get_stats().used - s0.used, 60);
+    ck_assert_uint_eq(zf_mem_get_stats().loads, 1);
+    zf_mem_ticket inner; /* nested: no wait even though 60 + 500 > 100 */
+    zf_mem_admit(&inner, 500, 0);
+    ck_assert_uint_eq(zf_mem_get_stats().loads, 1);
+    zf_mem_grow(700); /* the inner load needs more: charged, no wait */
+    ck_assert_uint_eq(zf_mem_get_stats().used - s0.used, 760);
+    zf_mem_leave(&inner);
+    ck_assert_uint_eq(zf_mem_get_stats().used - s0.used, 60);
+    admitter b = {.n = 60};
+    pthread_t tb;
+    ck_assert_int_eq(pthread_create(&tb, NULL, admit_run, &b), 0);
+    sleep_ms(200);
+    ck_assert(!atomic_load(&b.admitted)); /* 60 + 60 > 100: it waits */
+    ck_assert_uint_eq(zf_mem_get_stats().waits - s0.waits, 1);
+    zf_mem_leave(&a);
+    pthread_join(tb, NULL);
+    ck_assert(atomic_load(&b.admitted));
+    ck_assert_uint_eq(zf_mem_get_stats().used, s0.used);
+    ck_assert_uint_eq(zf_mem_get_stats().loads, 0);
+    zf_mem_admit(&a, 5000, 0); /* alone: admitted past the limit */
+    zf_mem_leave(&a);
+    zf_mem_set_limit(0, 0);
+    zf_mem_admit(&a, 60, 0);
+    zf_mem_admit(&inner, 60, 0); /* no limit: never waits */
+    zf_mem_leave(&inner);
+    zf_mem_leave(&a);
+}
+END_TEST
+
+static size_t held_bytes;
+static size_t reclaim_calls;
+
+static size_t give_back(void *ctx, size_t want)
+{
+    (void)ctx;
+    reclaim_calls++;
+    size_t n = want < held_bytes ? want : held_bytes;
+    held_bytes -= n;
+    zf_mem_uncharge(n);
+    return n;
+}
+
+/* An admission that does not fit asks for memory back, the kept chunk buffers (which hold
+ * nothing) first, then the reclaimers (the caches); what they give back lets it in without
+ * waiting. A claim sets a kept buffer aside for the load's chunk, counted once. */
+START_TEST(memory_account_reclaims)
+{
+    const size_t mib = 1u << 20;
+    zf_mem_trim();
+    zf_mem_stats s0 = zf_mem_get_stats();
+    uint8_t *buf = zf_alloc_chunk(4 * mib);
+    ck_assert_ptr_nonnull(buf);
+    zf_free_chunk(buf, 4 * mib); /* kept: charged */
+    ck_assert_uint_eq(zf_mem_get_stats().used - s0.used, 4 * mib);
+    ck_assert(zf_mem_add_reclaimer(give_back, NULL));
+    held_bytes = 80;
+    zf_mem_charge(80);
+    zf_mem_set_limit(s0.used + 4 * mib + 100, 0);
+    zf_mem_ticket a;
+    zf_mem_admit(&a, 10, 0); /* 4 MiB + 90 */
+    admitter c = {.n = 60}; /* 4 MiB + 150 > the limit: the reclaimer gives 50 */
+    pthread_t tc;
+    ck_assert_int_eq(pthread_create(&tc, NULL, admit_run, &c), 0);
+    pthread_join(tc, NULL);
+    ck_assert(atomic_load(&c.admitted));
+    ck_assert_uint_ge(reclaim_calls, 1);
+    ck_assert_uint_eq(held_bytes, 30);
+    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 4 * mib); /* not needed: kept */
+    ck_assert_uint_eq(zf_mem_get_stats().waits, s0.waits); /* no wait */
+    zf_mem_set_limit(s0.used + 100, 0); /* a load of 90 beside one of 10: all must go */
+    admitter d = {.n = 90};
+    ck_assert_int_eq(pthread_create(&tc, NULL, admit_run, &d), 0);
+    pthread_join(tc, NULL);
+    ck_assert(atomic_load(&d.admitted));
+    ck_assert_uint_eq(held_bytes, 0);
+    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 0);
+    zf_mem_leave(&a);
+    zf_mem_remove_reclaimer(give_back, NULL);
+    ck_assert_uint_eq(zf_mem_get_stats().used, s0.used);
+
+    /* a claim: the kept buffer is the load's at once, and its chunk buffer */
+    zf_mem_set_limit(s0.used + 64 * mib, 0);
+    buf = zf_alloc_chunk(4 * mib);
+    zf_free_chunk(buf, 4 * mib);
+    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 4 * mib);
+    zf_mem_admit(&a, 6 * mib, 3 * mib + 5); /* the 4 MiB class */
+    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 0);
+    ck_assert_uint_eq(zf_mem_get_stats().used - s0.used, 6 * mib); /* counted once */
+    uint8_t *other = zf_alloc_chunk(2 * mib); /* another class: not the claimed one */
+    ck_assert_ptr_ne(other, buf);
+    ck_assert_ptr_eq(zf_alloc_chunk(4 * mib), buf);
+    zf_free_chunk(buf, 4 * mib); /* freed during the load: the load's again */
+    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 0);
+    ck_assert_ptr_eq(zf_alloc_chunk(4 * mib), buf);
+    zf_mem_leave(&a);
+    zf_mem_admit(&a, 6 * mib, 4 * mib); /* nothing kept of the class: no claim */
+    ck_assert_ptr_null(a.claimed[0]);
+    zf_mem_leave(&a);
+    zf_free_chunk(buf, 4 * mib);
+    zf_mem_admit(&a, 6 * mib, 4 * mib); /* claimed, not used: kept again at the end */
+    ck_assert_ptr_eq(a.claimed[0], buf);
+    zf_mem_leave(&a);
+    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 4 * mib);
+    zf_mem_set_limit(s0.used + 4 * mib + 2 * mib - 1, 0); /* no room to keep another 2 MiB */
+    zf_free_chunk(other, 2 * mib);
+    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 4 * mib);
+    zf_mem_trim();
+    zf_mem_set_limit(0, 0);
+    ck_assert_uint_eq(zf_mem_get_stats().used, s0.used);
+}
+END_TEST
+
 ZF_CHECK_MAIN("common", typestr_parse, half_conversions, element_casts, json_helpers,
-              base64_and_utf32, json_bounds, pool_cancel, bulk_buffers_recycled)
+              base64_and_utf32, json_bounds, pool_cancel, bulk_buffers_recycled,
+              memory_account_backpressure, memory_account_reclaims)
