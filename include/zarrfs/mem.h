@@ -19,6 +19,10 @@ void *zf_alloc_bulk(size_t n);
  * only forgoes the reuse). */
 void *zf_alloc_chunk(size_t n);
 
+/* The memory a buffer of n bytes from zf_alloc_chunk may hold once written: from 2 MiB up its
+ * class (whole 2 MiB, backed by huge pages), else n. */
+size_t zf_mem_footprint(size_t n);
+
 /* Give back a buffer p of which n bytes were used (any malloc'd buffer; n at most its size): one
  * that zf_alloc_chunk made, of 2 MiB or more, is kept for the next zf_alloc_chunk of its class
  * (at most 32 MiB kept, the oldest freed first, and only while the memory account below has room
@@ -74,7 +78,8 @@ size_t zf_mem_resident(void);
  * reused by the others. Call before any thread starts. */
 void zf_mem_tune_malloc(unsigned arenas);
 
-/* Charge / uncharge n bytes without waiting (the caches' chunks, the kept buffers). */
+/* Charge / uncharge n bytes without waiting (the caches' chunks, the kept buffers). A charge
+ * first takes over what the thread's last load handed off (zf_mem_leave). */
 void zf_mem_charge(size_t n);
 void zf_mem_uncharge(size_t n);
 
@@ -98,8 +103,12 @@ void zf_mem_admit(zf_mem_ticket *t, size_t n, size_t claim);
 /* The thread's current load needs n bytes at once after all (its raw size is known now): charge
  * the difference, without waiting. No-op outside a load or when n is no more than charged. */
 void zf_mem_grow(size_t n);
-/* End the load: its charge goes (the cache charges the chunk it keeps); wake the waiters. */
-void zf_mem_leave(zf_mem_ticket *t);
+/* End the load: its charge goes but for `keep` bytes (at most its charge; 0 for a nested
+ * ticket), the chunk it returns, which stay charged for the next zf_mem_charge on this thread to
+ * take over — the cache's, when it keeps the chunk — so that no other load is admitted into
+ * memory the chunk still holds. A hand-off no charge took is given back at the thread's next
+ * outermost zf_mem_admit. Wakes the waiters. */
+void zf_mem_leave(zf_mem_ticket *t, size_t keep);
 
 /* Give memory back to the account when asked: free up to `want` bytes of what the account holds
  * (e.g. evict unpinned cache entries, which uncharge themselves); return the bytes freed. Called

@@ -348,17 +348,25 @@ size_t zf_array_chunk_nbytes(const zf_array *a, uint64_t chunk)
 /* A text chunk's load before any was seen: its size is known only once decoded. */
 #define TEXT_LOAD_GUESS ((size_t)4 << 20)
 
+/* A codec's own scratch beside the raw and decoded buffers of a load (blosc's three blocks of up
+ * to 512 KiB at the usual levels, zstd's tables): not seen by note_load_peak, so added to every
+ * estimate. */
+#define LOAD_SCRATCH_MIN ((size_t)2 << 20)
+
 /* What one load of `chunk` may hold at once, for its admission: the most an earlier load of the
  * array held, else the decoded size twice (raw bytes beside the decoded; the raw bytes are the
- * decoded chunk when the chain is empty). */
+ * decoded chunk when the chain is empty); and the codecs' scratch, an eighth of the decoded size
+ * and at least 2 MiB. */
 static size_t load_estimate(const zf_array *a, uint64_t chunk)
 {
     size_t seen = atomic_load(&a->load_peak);
     if (a->text)
-        return seen ? seen : TEXT_LOAD_GUESS;
+        return (seen ? seen : TEXT_LOAD_GUESS) + LOAD_SCRATCH_MIN;
     size_t nbytes = zf_array_chunk_nbytes(a, chunk);
     size_t guess = a->chain->n == 0 ? nbytes : 2 * nbytes;
-    return seen > guess || (seen && a->grid.edges[0] == NULL) ? seen : guess;
+    size_t scratch = a->chain->n == 0 ? 0 : nbytes / 8 > LOAD_SCRATCH_MIN ? nbytes / 8
+                                                                           : LOAD_SCRATCH_MIN;
+    return (seen > guess || (seen && a->grid.edges[0] == NULL) ? seen : guess) + scratch;
 }
 
 /* This load holds n bytes at once: charge them (zf_mem_grow) and remember the most. */
@@ -399,7 +407,9 @@ static zf_status decode_chunk(zf_array *a, const zf_chunk_repr *dec, const char 
     }
     size_t nbytes = dec->nbytes;
     bool as_is = a->chain->n == 0 && raw->len == nbytes && raw->data;
-    note_load_peak(a, as_is ? nbytes : raw->len + nbytes);
+    /* what the buffers hold in memory: whole huge pages from 2 MiB up */
+    size_t held = zf_mem_footprint(nbytes);
+    note_load_peak(a, as_is ? held : zf_mem_footprint(raw->len) + held);
     if (as_is) {
         *data = raw->data; /* stored raw: the store's buffer is the decoded chunk */
         *size = raw->len;
@@ -620,7 +630,7 @@ zf_status zf_array_load_chunk(void *ctx, uint64_t chunk, void **data, size_t *si
     /* may wait for memory: backpressure; a kept buffer is set aside for the decoded chunk */
     zf_mem_admit(&t, load_estimate(a, chunk), a->text ? 0 : zf_array_chunk_nbytes(a, chunk));
     zf_status st = load_chunk(a, chunk, data, size, record, err);
-    zf_mem_leave(&t);
+    zf_mem_leave(&t, st == ZF_OK ? *size : 0); /* the chunk: the cache's charge takes it over */
     return st;
 }
 

@@ -152,9 +152,9 @@ static size_t evict_one(zf_cache *c)
     size_t n = cost(e);
     lru_unlink(c, e);
     table_remove(c, e);
-    sub_bytes(c, n);
     c->stats.evictions++;
     entry_free(e);
+    sub_bytes(c, n); /* after: no load is admitted into memory not yet given back */
     return n;
 }
 
@@ -222,8 +222,9 @@ static void unpin_locked(zf_cache *c, zf_cache_entry *e)
         return;
     }
     if (e->orphan) {
-        sub_bytes(c, cost(e));
+        size_t n = cost(e);
         entry_free(e);
+        sub_bytes(c, n);
         return;
     }
     lru_push(c, e);
@@ -377,11 +378,12 @@ void zf_cache_entry_set_record(zf_cache_entry *e, void *record)
 void zf_cache_entry_set_data(zf_cache *c, zf_cache_entry *e, void *data, size_t size)
 {
     pthread_mutex_lock(&c->mu);
-    sub_bytes(c, cost(e)); /* an orphan still counts until its last pin goes */
+    size_t old = cost(e); /* an orphan still counts until its last pin goes */
     zf_free_chunk(e->data, e->size);
     e->data = data;
     e->size = size;
     add_bytes(c, cost(e));
+    sub_bytes(c, old);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -485,8 +487,9 @@ void zf_cache_drop(zf_cache *c, uint64_t array_id, uint64_t chunk)
         table_remove(c, e);
         if (e->refs == 0) {
             lru_unlink(c, e);
-            sub_bytes(c, cost(e));
+            size_t n = cost(e);
             entry_free(e);
+            sub_bytes(c, n);
         } else {
             e->orphan = true;
         }

@@ -55,6 +55,7 @@ static size_t p_limit, p_reserve;                /* the process's, and what is o
 static atomic_uint a_waiting; /* admissions waiting now */
 static uint64_t a_waits, a_wait_ns, a_reclaimed;
 static _Thread_local zf_mem_ticket *current;
+static _Thread_local size_t handoff; /* charged for the chunk a load just returned (zf_mem_leave) */
 
 static size_t reg_find(const void *p)
 {
@@ -98,8 +99,9 @@ static void *alloc_huge(size_t n)
     return p;
 }
 
-/* Take pool slot i out (mu held), the later ones moving up; the pool's charge for it goes (a
- * load's ticket covers a buffer taken for a chunk). */
+/* Take pool slot i out (mu held), the later ones moving up. Its charge stays: the caller
+ * uncharges it once the buffer is freed (never before: another load could be admitted into
+ * memory not yet given back), or passes it on to a load's ticket. */
 static slot pool_take(size_t i)
 {
     slot s = pool[i];
@@ -107,7 +109,6 @@ static slot pool_take(size_t i)
         pool[j] = pool[j + 1];
     npool--;
     pool_bytes -= s.n;
-    zf_mem_uncharge(s.n);
     return s;
 }
 
@@ -117,6 +118,8 @@ void *zf_alloc_bulk(size_t n)
 }
 
 static size_t class_of(size_t n) { return (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1); }
+
+size_t zf_mem_footprint(size_t n) { return n < HUGE_PAGE ? n : class_of(n); }
 
 void *zf_alloc_chunk(size_t n)
 {
@@ -137,6 +140,7 @@ void *zf_alloc_chunk(size_t n)
         void *p = pool_take(i).p;
         stats.reused++;
         pthread_mutex_unlock(&mu);
+        zf_mem_uncharge(n); /* the load's ticket covers it now */
         return p;
     }
     pthread_mutex_unlock(&mu);
@@ -160,7 +164,7 @@ void zf_free_chunk(void *p, size_t n)
         free(p);
         return;
     }
-    void *drop[POOL_SLOTS];
+    slot drop[POOL_SLOTS];
     size_t ndrop = 0;
     pthread_mutex_lock(&mu);
     size_t i = reg_find(p);
@@ -190,15 +194,17 @@ void zf_free_chunk(void *p, size_t n)
         size_t k = reg_find(old.p);
         if (k != SIZE_MAX)
             reg_remove(k);
-        drop[ndrop++] = old.p;
+        drop[ndrop++] = old;
     }
     pool[npool++] = (slot){p, n};
     pool_bytes += n;
     stats.pooled++;
     zf_mem_charge(n);
     pthread_mutex_unlock(&mu);
-    for (size_t k = 0; k < ndrop; k++)
-        free(drop[k]);
+    for (size_t k = 0; k < ndrop; k++) {
+        free(drop[k].p);
+        zf_mem_uncharge(drop[k].n);
+    }
 }
 
 void zf_mem_trim(void)
@@ -210,6 +216,7 @@ void zf_mem_trim(void)
         if (k != SIZE_MAX)
             reg_remove(k);
         free(s.p);
+        zf_mem_uncharge(s.n);
     }
     free(reg);
     reg = NULL;
@@ -253,6 +260,7 @@ static size_t pool_reclaim(size_t want)
             reg_remove(k);
         pthread_mutex_unlock(&mu);
         free(s.p);
+        zf_mem_uncharge(s.n);
         freed += s.n;
     }
 }
@@ -312,6 +320,9 @@ static void add_used(size_t n)
 
 void zf_mem_charge(size_t n)
 {
+    size_t taken = n < handoff ? n : handoff; /* the load's chunk, already charged */
+    handoff -= taken;
+    n -= taken;
     if (!n)
         return;
     pthread_mutex_lock(&amu);
@@ -349,7 +360,7 @@ void zf_mem_poke(void)
 }
 
 /* Set kept buffers of t's class aside for t, as many as its empty slots and `room` bytes hold
- * (the pool's charge for them goes); the bytes set aside. */
+ * (the pool's charge for them is t's now); the bytes set aside. */
 static size_t pool_claim(zf_mem_ticket *t, size_t room)
 {
     size_t got = 0;
@@ -375,21 +386,24 @@ static bool must_wait(size_t n)
     return a_limit && a_loads > 0 && a_used + n > a_limit;
 }
 
-/* Set kept buffers aside for t (a claim) within what it still needs (*need, amu held): moved
- * from the pool's charge to t's. */
+/* Set kept buffers aside for t (a claim) within what it still needs (*need, amu held): their
+ * charge moves from the pool to t. */
 static void claim_more(zf_mem_ticket *t, size_t *need)
 {
     if (!t->claimed_n || *need == 0)
         return;
     pthread_mutex_unlock(&amu); /* order: mu, then amu */
-    size_t got = pool_claim(t, *need);
+    size_t got = pool_claim(t, *need); /* their charge passes from the pool to t */
     pthread_mutex_lock(&amu);
-    add_used(got);
     *need -= got;
 }
 
 void zf_mem_admit(zf_mem_ticket *t, size_t n, size_t claim)
 {
+    if (handoff && !current) { /* an earlier load's chunk nobody took: not charged twice */
+        zf_mem_uncharge(handoff);
+        handoff = 0;
+    }
     t->gated = current == NULL;
     t->outer = current;
     t->claimed[0] = t->claimed[1] = NULL;
@@ -454,18 +468,26 @@ void zf_mem_grow(size_t n)
     t->bytes = n;
 }
 
-void zf_mem_leave(zf_mem_ticket *t)
+void zf_mem_leave(zf_mem_ticket *t, size_t keep)
 {
+    current = NULL; /* the buffers below are kept (charged) or freed, not set aside again */
+    for (int k = 0; k < 2; k++) /* not used after all: kept again, if room; then uncharged */
+        zf_free_chunk(t->claimed[k], t->claimed_n);
     current = t->outer;
+    if (keep > t->bytes)
+        keep = t->bytes;
+    if (!current)
+        handoff += keep;
+    else
+        keep = 0;
     pthread_mutex_lock(&amu);
-    a_used = t->bytes < a_used ? a_used - t->bytes : 0;
+    size_t drop = t->bytes - keep;
+    a_used = drop < a_used ? a_used - drop : 0;
     if (t->gated)
         a_loads--;
     if (atomic_load(&a_waiting))
         pthread_cond_broadcast(&acv);
     pthread_mutex_unlock(&amu);
-    for (int k = 0; k < 2; k++) /* not used after all: kept again, if room */
-        zf_free_chunk(t->claimed[k], t->claimed_n);
 }
 
 bool zf_mem_add_reclaimer(zf_mem_reclaim_fn fn, void *ctx)

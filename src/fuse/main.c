@@ -97,8 +97,10 @@ static const struct fuse_opt zf_opts[] = {
 #define DEFAULT_MEMORY_MARGIN "128M" /* the default memory_limit: cache_size + this */
 /* Of memory_limit, what is held outside the memory account: the daemon's resident memory once
  * the hierarchy is open, and this much for what comes after (worker and FUSE threads' stacks
- * and request buffers). */
+ * and request buffers), and for a remote store MEMORY_PER_CONNECTION per connection (libcurl's
+ * buffers and its worker thread: measured at about that under load, docs/benchmarks.md). */
 #define MEMORY_RESERVE_SLACK ((size_t)16 << 20)
+#define MEMORY_PER_CONNECTION ((size_t)2 << 20)
 #define DEFAULT_DISK_CACHE_SIZE "10G"
 
 static void usage(const char *prog)
@@ -713,7 +715,7 @@ static void stats_log_stop(stats_logger *sl)
 /* -o memory_limit (default cache_size + DEFAULT_MEMORY_MARGIN), checked against what the open
  * daemon already holds, and given to the memory account (zarrfs/mem.h). False after printing why
  * it cannot hold. */
-static bool set_memory_limit(const zf_options *o, size_t cache_size)
+static bool set_memory_limit(const zf_options *o, size_t cache_size, unsigned connections)
 {
     size_t limit = o->memory_limit ? parse_size(o->memory_limit)
                                    : cache_size + parse_size(DEFAULT_MEMORY_MARGIN);
@@ -722,12 +724,13 @@ static bool set_memory_limit(const zf_options *o, size_t cache_size)
                 o->memory_limit);
         return false;
     }
-    size_t reserve = zf_mem_resident() + MEMORY_RESERVE_SLACK;
+    size_t reserve = zf_mem_resident() + MEMORY_RESERVE_SLACK +
+                     (size_t)connections * MEMORY_PER_CONNECTION;
     size_t least = reserve + ((size_t)16 << 20); /* room for a few chunks */
     if (limit < least) {
         fprintf(stderr, "zarrfs: -o memory_limit=%s: too small: the daemon holds %zu MiB "
                 "already and needs %zu MiB at least\n", o->memory_limit ? o->memory_limit : "",
-                (reserve - MEMORY_RESERVE_SLACK) >> 20, (least + ((size_t)1 << 20) - 1) >> 20);
+                zf_mem_resident() >> 20, (least + ((size_t)1 << 20) - 1) >> 20);
         return false;
     }
     if (limit - reserve < cache_size)
@@ -1028,7 +1031,9 @@ int main(int argc, char *argv[])
     }
     free(remote_url);
 
-    if (!check_mountpoint(cl.mountpoint) || !set_memory_limit(&o, hopts.cache_size))
+    if (!check_mountpoint(cl.mountpoint) ||
+        !set_memory_limit(&o, hopts.cache_size,
+                          zf_store_is_remote(store) ? sopts.max_connections : 0))
         goto out;
     if (icechunk) { /* the other versions, under .icechunk/ */
         size_t nk;

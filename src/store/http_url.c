@@ -1,5 +1,6 @@
 /* http_url.c — percent-encoding of keys into URLs, and the listing helpers the remote stores
  * share. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -235,4 +236,57 @@ void zf_listing_sort_unique(zf_store_listing *l)
         }
     }
     l->n = w + 1;
+}
+
+zf_status zf_list_pages(const char *what, char *fk, const char *token_name, zf_list_page_fn page,
+                        void *ctx, zf_store_listing *out, zf_err *err)
+{
+    char *list_prefix = NULL, *enc_prefix = NULL;
+    if (fk && asprintf(&list_prefix, "%s%s", fk, fk[0] ? "/" : "") < 0)
+        list_prefix = NULL;
+    free(fk);
+    if (list_prefix)
+        enc_prefix = zf_url_encode(list_prefix, strlen(list_prefix), false);
+    if (!enc_prefix) {
+        free(list_prefix);
+        return ZF_ERR_NOMEM;
+    }
+    zf_store_listing l = {0};
+    size_t cap = 0, raw = 0;
+    char *token = NULL;
+    zf_status st = ZF_OK;
+    for (unsigned n_page = 0; st == ZF_OK; n_page++) {
+        char *enc_token = token ? zf_url_encode(token, strlen(token), false) : NULL;
+        if (token && !enc_token) {
+            st = ZF_ERR_NOMEM;
+            break;
+        }
+        size_t n_raw = 0;
+        char *next = NULL;
+        st = page(ctx, what, list_prefix, enc_prefix, enc_token, &l, &cap, &n_raw, &next, err);
+        free(enc_token);
+        raw += n_raw;
+        if (st == ZF_OK && next && token && strcmp(next, token) == 0)
+            st = zf_fail(err, ZF_ERR_IO, "%s: the listing repeats its %s", what, token_name);
+        if (st == ZF_OK && next && raw + n_page + 1 >= zf_list_max_entries)
+            st = zf_fail(err, ZF_ERR_IO,
+                         "%s: refusing a listing of more than %zu entries and pages", what,
+                         zf_list_max_entries);
+        free(token);
+        token = next;
+        if (!token)
+            break;
+    }
+    free(token);
+    free(list_prefix);
+    free(enc_prefix);
+    if (st == ZF_OK && raw == 0)
+        st = ZF_ERR_NOT_FOUND; /* nothing lies below the prefix */
+    if (st != ZF_OK) {
+        zf_store_listing_free(&l);
+        return st;
+    }
+    zf_listing_sort_unique(&l);
+    *out = l;
+    return ZF_OK;
 }

@@ -432,83 +432,44 @@ static zf_status az_erase_if(zf_store *s, const char *key, const zf_store_versio
 
 unsigned zf_azure_list_max_results;
 
-/* List Blobs below prefix with delimiter "/", page after page (NextMarker). */
+/* One page of List Blobs below list_prefix with delimiter "/" (zf_list_page_fn; the token is
+ * Azure's NextMarker). */
+static zf_status az_list_page(void *ctx, const char *what, const char *list_prefix,
+                              const char *enc_prefix, const char *enc_token,
+                              zf_store_listing *l, size_t *cap, size_t *n_raw, char **next,
+                              zf_err *err)
+{
+    az_store *az = ctx;
+    char *query = NULL, maxres[32] = "";
+    if (zf_azure_list_max_results)
+        snprintf(maxres, sizeof maxres, "&maxresults=%u", zf_azure_list_max_results);
+    if (asprintf(&query, "restype=container&comp=list&delimiter=%%2F%s%s%s%s%s", maxres,
+                 enc_prefix[0] ? "&prefix=" : "", enc_prefix, enc_token ? "&marker=" : "",
+                 enc_token ? enc_token : "") < 0)
+        return ZF_ERR_NOMEM;
+    zf_http_request rq = {.what = what, .kind = ZF_HTTP_GET, .max_body = ZF_HTTP_MAX_LISTING};
+    zf_http_response r;
+    zf_status st = az_send(az, &rq, az->base_url, query, &r, err);
+    free(query);
+    if (st != ZF_OK)
+        return st;
+    if ((st = answer_status(az, what, &r, false, err)) == ZF_ERR_NOT_FOUND)
+        st = zf_fail(err, ZF_ERR_IO, "%s: 404 to a listing", what);
+    else if (st == ZF_OK && r.status == 416)
+        st = zf_fail(err, ZF_ERR_IO, "%s: 416 to a listing", what);
+    if (st == ZF_OK && (st = zf_azure_list_parse((const char *)r.body.data, r.body.len,
+                                                 list_prefix, l, cap, n_raw, next, err)) ==
+                           ZF_ERR_IO)
+        zf_err_prefix(err, "%s", what);
+    zf_http_response_free(&r);
+    return st;
+}
+
 static zf_status az_list_dir(zf_store *s, const char *prefix, zf_store_listing *out,
                              zf_err *err)
 {
-    az_store *az = (az_store *)s;
-    const char *what = prefix[0] ? prefix : "(root)";
-    char *fk = full_key(az, prefix), *list_prefix = NULL, *enc_prefix = NULL;
-    if (fk && (asprintf(&list_prefix, "%s%s", fk, fk[0] ? "/" : "") < 0))
-        list_prefix = NULL;
-    free(fk);
-    if (list_prefix)
-        enc_prefix = zf_url_encode(list_prefix, strlen(list_prefix), false);
-    if (!enc_prefix) {
-        free(list_prefix);
-        return ZF_ERR_NOMEM;
-    }
-    zf_store_listing l = {0};
-    size_t cap = 0, raw = 0;
-    char *marker = NULL;
-    zf_status st = ZF_OK;
-    for (unsigned page = 0; st == ZF_OK; page++) {
-        char *enc_marker = marker ? zf_url_encode(marker, strlen(marker), false) : NULL;
-        char *query = NULL, maxres[32] = "";
-        if (zf_azure_list_max_results)
-            snprintf(maxres, sizeof maxres, "&maxresults=%u", zf_azure_list_max_results);
-        if ((!marker || enc_marker) &&
-            asprintf(&query, "restype=container&comp=list&delimiter=%%2F%s%s%s%s%s", maxres,
-                     enc_prefix[0] ? "&prefix=" : "", enc_prefix, marker ? "&marker=" : "",
-                     marker ? enc_marker : "") < 0)
-            query = NULL;
-        free(enc_marker);
-        if (!query) {
-            st = ZF_ERR_NOMEM;
-            break;
-        }
-        zf_http_request rq = {.what = what, .kind = ZF_HTTP_GET,
-                              .max_body = ZF_HTTP_MAX_LISTING};
-        zf_http_response r;
-        st = az_send(az, &rq, az->base_url, query, &r, err);
-        free(query);
-        if (st != ZF_OK)
-            break;
-        if ((st = answer_status(az, what, &r, false, err)) == ZF_ERR_NOT_FOUND)
-            st = zf_fail(err, ZF_ERR_IO, "%s: 404 to a listing", what);
-        else if (st == ZF_OK && r.status == 416)
-            st = zf_fail(err, ZF_ERR_IO, "%s: 416 to a listing", what);
-        size_t n_raw = 0;
-        char *next = NULL;
-        if (st == ZF_OK &&
-            (st = zf_azure_list_parse((const char *)r.body.data, r.body.len, list_prefix, &l,
-                                      &cap, &n_raw, &next, err)) == ZF_ERR_IO)
-            zf_err_prefix(err, "%s", what);
-        zf_http_response_free(&r);
-        raw += n_raw;
-        if (st == ZF_OK && next && marker && strcmp(next, marker) == 0)
-            st = zf_fail(err, ZF_ERR_IO, "%s: the listing repeats its marker", what);
-        if (st == ZF_OK && next && raw + page + 1 >= zf_list_max_entries)
-            st = zf_fail(err, ZF_ERR_IO,
-                         "%s: refusing a listing of more than %zu entries and pages", what,
-                         zf_list_max_entries);
-        free(marker);
-        marker = next;
-        if (!marker)
-            break;
-    }
-    free(marker);
-    free(list_prefix);
-    free(enc_prefix);
-    if (st == ZF_OK && raw == 0)
-        st = ZF_ERR_NOT_FOUND; /* nothing lies below prefix */
-    if (st != ZF_OK) {
-        zf_store_listing_free(&l);
-        return st;
-    }
-    zf_listing_sort_unique(&l);
-    *out = l;
-    return ZF_OK;
+    return zf_list_pages(prefix[0] ? prefix : "(root)", full_key((az_store *)s, prefix),
+                         "marker", az_list_page, s, out, err);
 }
 
 static void az_destroy(zf_store *s)

@@ -426,79 +426,39 @@ static zf_status gcs_erase_if(zf_store *s, const char *key, const zf_store_versi
 
 /* ---- listing --------------------------------------------------------------------------------- */
 
+/* One page of objects.list below list_prefix with delimiter "/" (zf_list_page_fn). */
+static zf_status gcs_list_page(void *ctx, const char *what, const char *list_prefix,
+                               const char *enc_prefix, const char *enc_token,
+                               zf_store_listing *l, size_t *cap, size_t *n_raw, char **next,
+                               zf_err *err)
+{
+    gcs_store *g = ctx;
+    char *url = NULL, max[32] = "";
+    if (zf_gcs_list_max_results)
+        snprintf(max, sizeof max, "&maxResults=%u", zf_gcs_list_max_results);
+    if (asprintf(&url, "%s/storage/v1/b/%s/o?delimiter=%%2F&prefix=%s%s%s%s"
+                       "&fields=items(name),prefixes,nextPageToken",
+                 g->api, g->bucket, enc_prefix, max, enc_token ? "&pageToken=" : "",
+                 enc_token ? enc_token : "") < 0)
+        return ZF_ERR_NOMEM;
+    zf_http_request rq = {.kind = ZF_HTTP_GET, .max_body = ZF_HTTP_MAX_LISTING};
+    zf_http_response r;
+    zf_status st;
+    if ((st = perform(g, url, what, rq, &r, err)) != ZF_OK)
+        return st;
+    if ((st = answer_status(g, what, &r, true, false, err)) == ZF_OK &&
+        (st = zf_gcs_list_parse((const char *)r.body.data, r.body.len, list_prefix, l, cap,
+                                n_raw, next, err)) == ZF_ERR_IO)
+        zf_err_prefix(err, "%s: listing", what);
+    zf_http_response_free(&r);
+    return st;
+}
+
 static zf_status gcs_list_dir(zf_store *s, const char *prefix, zf_store_listing *out,
                               zf_err *err)
 {
-    gcs_store *g = (gcs_store *)s;
-    const char *what = prefix[0] ? prefix : "(root)";
-    char *fk = full_key(g, prefix), *list_prefix = NULL, *enc_prefix = NULL;
-    if (fk && asprintf(&list_prefix, "%s%s", fk, fk[0] ? "/" : "") < 0)
-        list_prefix = NULL;
-    free(fk);
-    if (list_prefix)
-        enc_prefix = zf_url_encode(list_prefix, strlen(list_prefix), false);
-    if (!enc_prefix) {
-        free(list_prefix);
-        return ZF_ERR_NOMEM;
-    }
-    zf_store_listing l = {0};
-    size_t cap = 0, raw = 0;
-    char *token = NULL;
-    zf_status st = ZF_OK;
-    for (unsigned page = 0; st == ZF_OK; page++) {
-        char *enc_token = token ? zf_url_encode(token, strlen(token), false) : NULL;
-        char *url = NULL, max[32] = "";
-        if (zf_gcs_list_max_results)
-            snprintf(max, sizeof max, "&maxResults=%u", zf_gcs_list_max_results);
-        if ((!token || enc_token) &&
-            asprintf(&url, "%s/storage/v1/b/%s/o?delimiter=%%2F&prefix=%s%s%s%s"
-                           "&fields=items(name),prefixes,nextPageToken",
-                     g->api, g->bucket, enc_prefix, max, token ? "&pageToken=" : "",
-                     token ? enc_token : "") < 0)
-            url = NULL;
-        free(enc_token);
-        if (!url) {
-            st = ZF_ERR_NOMEM;
-            break;
-        }
-        zf_http_request rq = {.kind = ZF_HTTP_GET, .max_body = ZF_HTTP_MAX_LISTING};
-        zf_http_response r;
-        if ((st = perform(g, url, what, rq, &r, err)) != ZF_OK)
-            break;
-        if ((st = answer_status(g, what, &r, true, false, err)) != ZF_OK) {
-            zf_http_response_free(&r);
-            break;
-        }
-        size_t n_raw = 0;
-        char *next = NULL;
-        if ((st = zf_gcs_list_parse((const char *)r.body.data, r.body.len, list_prefix, &l, &cap,
-                                    &n_raw, &next, err)) == ZF_ERR_IO)
-            zf_err_prefix(err, "%s: listing", what);
-        zf_http_response_free(&r);
-        raw += n_raw;
-        if (st == ZF_OK && next && token && strcmp(next, token) == 0)
-            st = zf_fail(err, ZF_ERR_IO, "%s: the listing repeats its page token", what);
-        if (st == ZF_OK && next && raw + page + 1 >= zf_list_max_entries)
-            st = zf_fail(err, ZF_ERR_IO,
-                         "%s: refusing a listing of more than %zu entries and pages", what,
-                         zf_list_max_entries);
-        free(token);
-        token = next;
-        if (st != ZF_OK || !token)
-            break;
-    }
-    free(token);
-    free(list_prefix);
-    free(enc_prefix);
-    if (st == ZF_OK && raw == 0)
-        st = ZF_ERR_NOT_FOUND;
-    if (st != ZF_OK) {
-        zf_store_listing_free(&l);
-        return st;
-    }
-    zf_listing_sort_unique(&l);
-    *out = l;
-    return ZF_OK;
+    return zf_list_pages(prefix[0] ? prefix : "(root)", full_key((gcs_store *)s, prefix),
+                         "page token", gcs_list_page, s, out, err);
 }
 
 /* ---- opening --------------------------------------------------------------------------------- */

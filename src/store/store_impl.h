@@ -247,6 +247,24 @@ bool zf_listing_add(zf_store_listing *l, size_t *cap, const char *name, size_t n
 /* Sort by name and merge duplicates (a name seen as a prefix stays a prefix). */
 void zf_listing_sort_unique(zf_store_listing *l);
 
+/* One page of a paged listing (S3's ListObjectsV2, Azure's List Blobs, GCS's objects.list):
+ * request the page after `enc_token` (URL-encoded; NULL: the first) of the keys below
+ * list_prefix (the full key prefix ending in '/', or ""; enc_prefix URL-encoded), add its
+ * entries to l (zf_listing_add with *cap), set *n_raw to the entries the page held and *next to
+ * the token of the page after it (malloc'd; NULL: the last). Errors: the store's, with `what`. */
+typedef zf_status (*zf_list_page_fn)(void *ctx, const char *what, const char *list_prefix,
+                                     const char *enc_prefix, const char *enc_token,
+                                     zf_store_listing *l, size_t *cap, size_t *n_raw,
+                                     char **next, zf_err *err);
+
+/* The listing below the full key fk (taken; NULL: out of memory) of a store that lists page by
+ * page: page(ctx, ...) for each page, until one has no next token. A token that repeats the
+ * previous one (its name `token_name`, e.g. "continuation token", for the message) and more
+ * than zf_list_max_entries entries and pages are ZF_ERR_IO; no entry at all is
+ * ZF_ERR_NOT_FOUND. *out sorted, duplicates merged (zf_listing_sort_unique). */
+zf_status zf_list_pages(const char *what, char *fk, const char *token_name, zf_list_page_fn page,
+                        void *ctx, zf_store_listing *out, zf_err *err);
+
 /* A table of n entries of `size` bytes each, sorted (strcmp) by the key string (a char *) at byte
  * `key_off` of each entry: the keys of an archive or a reference file. */
 typedef struct zf_key_table {

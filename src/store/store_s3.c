@@ -183,83 +183,44 @@ static zf_status s3_erase_if(zf_store *s, const char *key, const zf_store_versio
 unsigned zf_s3_list_max_keys;
 size_t zf_list_max_entries = ZF_LIST_MAX_ENTRIES;
 
-/* ListObjectsV2 below prefix with delimiter "/", page after page. */
+/* One page of ListObjectsV2 below list_prefix with delimiter "/" (zf_list_page_fn). */
+static zf_status s3_list_page(void *ctx, const char *what, const char *list_prefix,
+                              const char *enc_prefix, const char *enc_token,
+                              zf_store_listing *l, size_t *cap, size_t *n_raw, char **next,
+                              zf_err *err)
+{
+    s3_store *s3 = ctx;
+    char *url = NULL;
+    /* parameters in SigV4's canonical order: sorted by name */
+    char max_keys[32] = "";
+    if (zf_s3_list_max_keys)
+        snprintf(max_keys, sizeof max_keys, "&max-keys=%u", zf_s3_list_max_keys);
+    if (asprintf(&url, "%s%s?%s%s%sdelimiter=%%2F&list-type=2%s%s%s", s3->base_url,
+                 s3->path_style ? "" : "/", enc_token ? "continuation-token=" : "",
+                 enc_token ? enc_token : "", enc_token ? "&" : "", max_keys,
+                 enc_prefix[0] ? "&prefix=" : "", enc_prefix) < 0)
+        return ZF_ERR_NOMEM;
+    zf_http_request rq = {
+        .url = url, .what = what, .kind = ZF_HTTP_GET, .max_body = ZF_HTTP_MAX_LISTING};
+    zf_http_response r;
+    zf_status st = zf_http_perform(s3->http, &s3->base, &rq, &r, err);
+    free(url);
+    if (st != ZF_OK)
+        return st;
+    if ((st = answer_status(s3, what, &r, false, err)) == ZF_OK && r.status == 416)
+        st = zf_fail(err, ZF_ERR_IO, "%s: 416 to a listing", what);
+    if (st == ZF_OK && (st = zf_s3_list_parse((const char *)r.body.data, r.body.len,
+                                              list_prefix, l, cap, n_raw, next, err)) ==
+                           ZF_ERR_IO)
+        zf_err_prefix(err, "%s", what);
+    zf_http_response_free(&r);
+    return st;
+}
+
 static zf_status s3_list_dir(zf_store *s, const char *prefix, zf_store_listing *out, zf_err *err)
 {
-    s3_store *s3 = (s3_store *)s;
-    const char *what = prefix[0] ? prefix : "(root)";
-    char *fk = full_key(s3, prefix), *list_prefix = NULL, *enc_prefix = NULL;
-    if (fk && (asprintf(&list_prefix, "%s%s", fk, fk[0] ? "/" : "") < 0))
-        list_prefix = NULL;
-    free(fk);
-    if (list_prefix)
-        enc_prefix = zf_url_encode(list_prefix, strlen(list_prefix), false);
-    if (!enc_prefix) {
-        free(list_prefix);
-        return ZF_ERR_NOMEM;
-    }
-    zf_store_listing l = {0};
-    size_t cap = 0, raw = 0;
-    char *token = NULL;
-    zf_status st = ZF_OK;
-    for (unsigned page = 0; st == ZF_OK; page++) {
-        char *enc_token = token ? zf_url_encode(token, strlen(token), false) : NULL;
-        char *url = NULL;
-        /* parameters in SigV4's canonical order: sorted by name */
-        char max_keys[32] = "";
-        if (zf_s3_list_max_keys)
-            snprintf(max_keys, sizeof max_keys, "&max-keys=%u", zf_s3_list_max_keys);
-        if ((!token || enc_token) &&
-            asprintf(&url, "%s%s?%s%s%sdelimiter=%%2F&list-type=2%s%s%s", s3->base_url,
-                     s3->path_style ? "" : "/", token ? "continuation-token=" : "",
-                     token ? enc_token : "", token ? "&" : "", max_keys,
-                     enc_prefix[0] ? "&prefix=" : "", enc_prefix) < 0)
-            url = NULL;
-        free(enc_token);
-        if (!url) {
-            st = ZF_ERR_NOMEM;
-            break;
-        }
-        zf_http_request rq = {
-            .url = url, .what = what, .kind = ZF_HTTP_GET, .max_body = ZF_HTTP_MAX_LISTING};
-        zf_http_response r;
-        st = zf_http_perform(s3->http, s, &rq, &r, err);
-        free(url);
-        if (st != ZF_OK)
-            break;
-        if ((st = answer_status(s3, what, &r, false, err)) == ZF_OK && r.status == 416)
-            st = zf_fail(err, ZF_ERR_IO, "%s: 416 to a listing", what);
-        size_t n_raw = 0;
-        char *next = NULL;
-        if (st == ZF_OK &&
-            (st = zf_s3_list_parse((const char *)r.body.data, r.body.len, list_prefix, &l, &cap,
-                                   &n_raw, &next, err)) == ZF_ERR_IO)
-            zf_err_prefix(err, "%s", what);
-        zf_http_response_free(&r);
-        raw += n_raw;
-        if (st == ZF_OK && next && token && strcmp(next, token) == 0)
-            st = zf_fail(err, ZF_ERR_IO, "%s: the listing repeats its continuation token", what);
-        if (st == ZF_OK && next && raw + page + 1 >= zf_list_max_entries)
-            st = zf_fail(err, ZF_ERR_IO,
-                         "%s: refusing a listing of more than %zu entries and pages", what,
-                         zf_list_max_entries);
-        free(token);
-        token = next;
-        if (!token)
-            break;
-    }
-    free(token);
-    free(list_prefix);
-    free(enc_prefix);
-    if (st == ZF_OK && raw == 0)
-        st = ZF_ERR_NOT_FOUND; /* nothing lies below prefix */
-    if (st != ZF_OK) {
-        zf_store_listing_free(&l);
-        return st;
-    }
-    zf_listing_sort_unique(&l);
-    *out = l;
-    return ZF_OK;
+    return zf_list_pages(prefix[0] ? prefix : "(root)", full_key((s3_store *)s, prefix),
+                         "continuation token", s3_list_page, s, out, err);
 }
 
 static void s3_destroy(zf_store *s)

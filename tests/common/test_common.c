@@ -331,7 +331,7 @@ static void *admit_run(void *arg)
     admitter *a = arg;
     zf_mem_admit(&a->t, a->n, 0);
     atomic_store(&a->admitted, true);
-    zf_mem_leave(&a->t);
+    zf_mem_leave(&a->t, 0);
     return NULL;
 }
 
@@ -359,7 +359,7 @@ START_TEST(memory_account_backpressure)
     ck_assert_uint_eq(zf_mem_get_stats().loads, 1);
     zf_mem_grow(700); /* the inner load needs more: charged, no wait */
     ck_assert_uint_eq(zf_mem_get_stats().used - s0.used, 760);
-    zf_mem_leave(&inner);
+    zf_mem_leave(&inner, 0);
     ck_assert_uint_eq(zf_mem_get_stats().used - s0.used, 60);
     admitter b = {.n = 60};
     pthread_t tb;
@@ -367,18 +367,30 @@ START_TEST(memory_account_backpressure)
     sleep_ms(200);
     ck_assert(!atomic_load(&b.admitted)); /* 60 + 60 > 100: it waits */
     ck_assert_uint_eq(zf_mem_get_stats().waits - s0.waits, 1);
-    zf_mem_leave(&a);
+    zf_mem_leave(&a, 0);
     pthread_join(tb, NULL);
     ck_assert(atomic_load(&b.admitted));
     ck_assert_uint_eq(zf_mem_get_stats().used, s0.used);
     ck_assert_uint_eq(zf_mem_get_stats().loads, 0);
     zf_mem_admit(&a, 5000, 0); /* alone: admitted past the limit */
-    zf_mem_leave(&a);
+    zf_mem_leave(&a, 0);
+    /* a load hands its chunk's charge over to the next charge on its thread (the cache's) */
+    zf_mem_admit(&a, 100, 0);
+    zf_mem_leave(&a, 60);
+    ck_assert_uint_eq(zf_mem_get_stats().used - s0.used, 60);
+    zf_mem_charge(70); /* 60 of it taken over */
+    ck_assert_uint_eq(zf_mem_get_stats().used - s0.used, 70);
+    zf_mem_uncharge(70);
+    zf_mem_admit(&a, 100, 0);
+    zf_mem_leave(&a, 40); /* not taken over: given back at the next admission */
+    zf_mem_admit(&a, 10, 0);
+    ck_assert_uint_eq(zf_mem_get_stats().used - s0.used, 10);
+    zf_mem_leave(&a, 0);
     zf_mem_set_limit(0, 0);
     zf_mem_admit(&a, 60, 0);
     zf_mem_admit(&inner, 60, 0); /* no limit: never waits */
-    zf_mem_leave(&inner);
-    zf_mem_leave(&a);
+    zf_mem_leave(&inner, 0);
+    zf_mem_leave(&a, 0);
 }
 END_TEST
 
@@ -429,7 +441,7 @@ START_TEST(memory_account_reclaims)
     ck_assert(atomic_load(&d.admitted));
     ck_assert_uint_eq(held_bytes, 0);
     ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 0);
-    zf_mem_leave(&a);
+    zf_mem_leave(&a, 0);
     zf_mem_remove_reclaimer(give_back, NULL);
     ck_assert_uint_eq(zf_mem_get_stats().used, s0.used);
 
@@ -447,14 +459,14 @@ START_TEST(memory_account_reclaims)
     zf_free_chunk(buf, 4 * mib); /* freed during the load: the load's again */
     ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 0);
     ck_assert_ptr_eq(zf_alloc_chunk(4 * mib), buf);
-    zf_mem_leave(&a);
+    zf_mem_leave(&a, 0);
     zf_mem_admit(&a, 6 * mib, 4 * mib); /* nothing kept of the class: no claim */
     ck_assert_ptr_null(a.claimed[0]);
-    zf_mem_leave(&a);
+    zf_mem_leave(&a, 0);
     zf_free_chunk(buf, 4 * mib);
     zf_mem_admit(&a, 6 * mib, 4 * mib); /* claimed, not used: kept again at the end */
     ck_assert_ptr_eq(a.claimed[0], buf);
-    zf_mem_leave(&a);
+    zf_mem_leave(&a, 0);
     ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 4 * mib);
     zf_mem_set_limit(s0.used + 4 * mib + 2 * mib - 1, 0); /* no room to keep another 2 MiB */
     zf_free_chunk(other, 2 * mib);
