@@ -97,7 +97,7 @@ NET_NAMES = {"VETH_HOST": "zfm-h", "VETH_NS": "zfm-n", "HOST_IP": "10.213.9.1",
              "NS_IP": "10.213.9.2"}
 
 
-DEFAULT_MARGIN = 128 * MiB  # zarrfs's default memory_limit: cache_size + 128 MiB
+DEFAULT_MARGIN = 256 * MiB  # zarrfs's default memory_limit: cache_size + 256 MiB
 
 
 def limit_of(opts, cache, side="zarrfs"):
@@ -109,7 +109,7 @@ def limit_of(opts, cache, side="zarrfs"):
             v = o.split("=", 1)[1]
             return h.parse_size(v), "memory_limit " + v
     if side == "zarrfs":
-        return h.parse_size(cache) + DEFAULT_MARGIN, "default memory_limit (cache_size + 128M)"
+        return h.parse_size(cache) + DEFAULT_MARGIN, "default memory_limit (cache_size + 256M)"
     return None, "cache_size"
 
 

@@ -94,7 +94,7 @@ static const struct fuse_opt zf_opts[] = {
 };
 
 #define DEFAULT_CACHE_SIZE "512M"
-#define DEFAULT_MEMORY_MARGIN "128M" /* the default memory_limit: cache_size + this */
+#define DEFAULT_MEMORY_MARGIN "256M" /* the default memory_limit: cache_size + this */
 /* Of memory_limit, what is held outside the memory account: the daemon's resident memory once
  * the hierarchy is open, and this much for what comes after (worker and FUSE threads' stacks
  * and request buffers), and for a remote store MEMORY_PER_CONNECTION per connection (libcurl's

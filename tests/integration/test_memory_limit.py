@@ -144,9 +144,9 @@ class MemoryLimit(TestCase):
             self.assertEqual(stats(m)["memory"]["loads"], 0)
         log("  chunks of 32 MiB under memory_limit=48M: read right by 6 readers, no hang")
 
-    def test_03_default_bound_is_cache_size_plus_128M(self):
+    def test_03_default_bound_is_cache_size_plus_256M(self):
         with Mount(self.store, options=["cache_size=24M"]) as m:
-            self.assertEqual(stats(m)["memory"]["limit"], (24 + 128) * MiB)
+            self.assertEqual(stats(m)["memory"]["limit"], (24 + 256) * MiB)
             with open(m.path("a1"), "rb") as f:
                 f.seek(5 * MiB)
                 self.assertEqual(f.read(MiB), self.want["a1"][5 * MiB:6 * MiB])
