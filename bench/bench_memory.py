@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """The daemon's peak memory under load (issue "Run it in production", part 1): how far the
-resident set of a zarrfs daemon grows past its cache_size (or, once it exists, past
--o memory_limit) in four scenarios, each at several cache sizes, with the readers' throughput
-beside it. Run it through bench/memory.sh (root: the HTTP scenarios use a network namespace).
+resident set of a zarrfs daemon grows past -o memory_limit (its default, cache_size + 256 MiB,
+or the one ZF_BENCH_MEMORY_OPTS gives; for a baseline binary, past cache_size) in four
+scenarios, each at several cache sizes, with the readers' throughput beside it. Run it through bench/memory.sh (root: the HTTP scenarios use a network namespace).
 
 Scenarios (ZF_BENCH_MEMORY_SCENARIOS, default all four, comma-separated):
   random   ZF_BENCH_MEMORY_READERS (64) threads, each os.preadv() of random ranges of 64 KiB to
@@ -39,8 +39,9 @@ VmRSS is sampled every 50 ms; at the end, before unmounting, VmHWM, VmRSS, /proc
 and the daemon's mappings (anonymous, and the PROT_NONE reserves glibc's malloc arenas leave) are
 read. Reported: throughput (bytes read by all readers / wall time from their start to the last
 one's end, MB = 1e6 bytes), peak RSS (VmHWM; the sampled maximum beside it), RSS after mounting,
-and peak RSS minus the bound: memory_limit when ZF_BENCH_MEMORY_OPTS gives one (goal: <= 16 MiB,
-the issue's), else cache_size. Medians over the repetitions, min-max beside.
+and peak RSS minus the bound: memory_limit when ZF_BENCH_MEMORY_OPTS gives one, else zarrfs's
+default, cache_size + 256 MiB (goal: <= 16 MiB, the issue's); cache_size for a baseline. Medians
+over the repetitions, min-max beside.
 
 Before the timed reads, each scenario's data is checked once on its own mount: the whole files'
 CRC-32 (float arrays, text) against zarr-python's, and for `random` 16 random ranges against

@@ -7,15 +7,15 @@
 # load") and bench_memory.py's docstring.
 #
 #   sudo bash bench/memory.sh                                   # 4 scenarios x 2 caches x 3 reps (~3 min)
-#   ZF_BENCH_MEMORY_OPTS=memory_limit=80M sudo bash bench/memory.sh   # once the option exists
+#   ZF_BENCH_MEMORY_CACHES=16M ZF_BENCH_MEMORY_OPTS=memory_limit=96M sudo bash bench/memory.sh  # a tight bound
 #   ZF_BENCH_REPS=1 ZF_BENCH_MEMORY_SCENARIOS=random,seq bash bench/memory.sh   # smoke run, no root for HTTP
 #
 # Knobs (environment variables):
 #   ZF_BENCH_MEMORY_SCENARIOS=random,seq,strings,big16   which scenarios
 #   ZF_BENCH_MEMORY_CACHES="16M 512M"   the cache_size of each mount, in turn
-#   ZF_BENCH_MEMORY_OPTS=               extra -o options of every mount (e.g. memory_limit=80M);
-#                                       with memory_limit= the report gives peak RSS - that limit
-#                                       (goal <= 16 MiB), else peak RSS - cache_size
+#   ZF_BENCH_MEMORY_OPTS=               extra -o options of every mount (e.g. memory_limit=96M);
+#                                       the report gives peak RSS - that memory_limit, else - the
+#                                       default one, cache_size + 256M (goal <= 16 MiB)
 #   ZF_BENCH_MEMORY_BASELINE=           another zarrfs binary (the code before a change) measured
 #                                       beside it, the same mounts without ZF_BENCH_MEMORY_OPTS:
 #                                       throughput zarrfs / baseline per repetition, then the median

@@ -737,9 +737,7 @@ static bool set_memory_limit(const zf_options *o, size_t cache_size, unsigned co
         zf_log_warn("-o memory_limit=%s: the chunk cache can hold %zu MiB of its cache_size "
                     "(%zu MiB) at most", o->memory_limit, (limit - reserve) >> 20,
                     cache_size >> 20);
-    zf_mem_set_limit(limit, reserve);
-    zf_log_info("memory_limit %zu MiB: %zu MiB for cached chunks and loads in progress",
-                limit >> 20, (limit - reserve) >> 20);
+    zf_mem_set_limit(limit, reserve); /* logged once mounted (zf_log_info goes to stderr here) */
     return true;
 }
 
@@ -1073,6 +1071,9 @@ int main(int argc, char *argv[])
     if (!cl.foreground)
         zf_log_to_syslog(true); /* stderr is /dev/null from here on */
     zf_log_info("mounted %s at %s", shown, cl.mountpoint);
+    zf_mem_stats ms = zf_mem_get_stats();
+    zf_log_info("memory_limit %zu MiB: %zu MiB for cached chunks and loads in progress",
+                ms.limit >> 20, (ms.limit - ms.reserve) >> 20);
     /* After daemonizing (threads do not survive the fork), before any request. */
     if (!(fs.notifier = zf_notifier_start(se)))
         zf_log_warn("cannot start the notification thread: names of deleted arrays' sidecars "
