@@ -15,7 +15,7 @@
 #   ZF_BENCH_MEMORY_CACHES="16M 512M"   the cache_size of each mount, in turn
 #   ZF_BENCH_MEMORY_OPTS=               extra -o options of every mount (e.g. memory_limit=96M);
 #                                       the report gives peak RSS - that memory_limit, else - the
-#                                       default one, cache_size + 256M (goal <= 16 MiB)
+#                                       default one (goal <= 16 MiB)
 #   ZF_BENCH_MEMORY_BASELINE=           another zarrfs binary (the code before a change) measured
 #                                       beside it, the same mounts without ZF_BENCH_MEMORY_OPTS:
 #                                       throughput zarrfs / baseline per repetition, then the median

@@ -116,7 +116,8 @@ static void usage(const char *prog)
            "                           (default: " DEFAULT_CACHE_SIZE ")\n"
            "    -o memory_limit=SIZE   bound of the daemon's memory: chunk loads wait (and\n"
            "                           the cache gives way) rather than go past it\n"
-           "                           (default: cache_size + " DEFAULT_MEMORY_MARGIN ")\n"
+           "                           (default: cache_size + " DEFAULT_MEMORY_MARGIN " above the\n"
+           "                           daemon's own memory at mount)\n"
            "    -o threads=N           chunk decoding threads (default: one per CPU)\n"
            "    -o log_level=LEVEL     error, warn, info or debug (default: warn; -d: debug);\n"
            "                           to stderr with -f, else to syslog\n"
@@ -712,24 +713,26 @@ static void stats_log_stop(stats_logger *sl)
     pthread_mutex_destroy(&sl->mu);
 }
 
-/* -o memory_limit (default cache_size + DEFAULT_MEMORY_MARGIN), checked against what the open
- * daemon already holds, and given to the memory account (zarrfs/mem.h). False after printing why
- * it cannot hold. */
+/* -o memory_limit (default: what the open daemon holds, its reserve, and cache_size +
+ * DEFAULT_MEMORY_MARGIN), checked against what the open daemon already holds, and given to the
+ * memory account (zarrfs/mem.h). False after printing why it cannot hold. */
 static bool set_memory_limit(const zf_options *o, size_t cache_size, unsigned connections)
 {
+    size_t reserve = zf_mem_resident() + MEMORY_RESERVE_SLACK +
+                     (size_t)connections * MEMORY_PER_CONNECTION;
+    /* the default: cache_size + DEFAULT_MEMORY_MARGIN for what grows with load, above what the
+     * daemon holds of its own (a large hierarchy's metadata, a sanitizer's shadow memory) */
     size_t limit = o->memory_limit ? parse_size(o->memory_limit)
-                                   : cache_size + parse_size(DEFAULT_MEMORY_MARGIN);
+                                   : reserve + cache_size + parse_size(DEFAULT_MEMORY_MARGIN);
     if (limit == 0) {
         fprintf(stderr, "zarrfs: -o memory_limit=%s: expected a size such as 1G\n",
                 o->memory_limit);
         return false;
     }
-    size_t reserve = zf_mem_resident() + MEMORY_RESERVE_SLACK +
-                     (size_t)connections * MEMORY_PER_CONNECTION;
     size_t least = reserve + ((size_t)16 << 20); /* room for a few chunks */
     if (limit < least) {
         fprintf(stderr, "zarrfs: -o memory_limit=%s: too small: the daemon holds %zu MiB "
-                "already and needs %zu MiB at least\n", o->memory_limit ? o->memory_limit : "",
+                "already and needs %zu MiB at least\n", o->memory_limit,
                 zf_mem_resident() >> 20, (least + ((size_t)1 << 20) - 1) >> 20);
         return false;
     }
