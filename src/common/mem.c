@@ -427,8 +427,9 @@ void zf_mem_admit(zf_mem_ticket *t, size_t n, size_t claim)
         pthread_mutex_lock(&amu);
         claim_more(t, &need);
         if (must_wait(need)) {
+            want = a_used + need - a_limit; /* read under amu */
             pthread_mutex_unlock(&amu);
-            got += pool_reclaim(a_used + need - a_limit);
+            got += pool_reclaim(want);
             pthread_mutex_lock(&amu);
         }
         a_reclaimed += got;
