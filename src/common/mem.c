@@ -99,6 +99,16 @@ static void *alloc_huge(size_t n)
     return p;
 }
 
+/* Take pool slot i out to be freed (mu held): forget its registration too. */
+static slot pool_evict(size_t i);
+
+/* Free a slot pool_evict took out, and only then uncharge it (mu not held). */
+static void slot_free(slot s)
+{
+    free(s.p);
+    zf_mem_uncharge(s.n);
+}
+
 /* Take pool slot i out (mu held), the later ones moving up. Its charge stays: the caller
  * uncharges it once the buffer is freed (never before: another load could be admitted into
  * memory not yet given back), or passes it on to a load's ticket. */
@@ -109,6 +119,15 @@ static slot pool_take(size_t i)
         pool[j] = pool[j + 1];
     npool--;
     pool_bytes -= s.n;
+    return s;
+}
+
+static slot pool_evict(size_t i)
+{
+    slot s = pool_take(i);
+    size_t k = reg_find(s.p);
+    if (k != SIZE_MAX)
+        reg_remove(k);
     return s;
 }
 
@@ -190,34 +209,22 @@ void zf_free_chunk(void *p, size_t n)
     }
     n = reg[i].n;
     while (npool > 0 && (npool == POOL_SLOTS || pool_bytes + n > POOL_BYTES)) {
-        slot old = pool_take(0); /* make room: the oldest goes */
-        size_t k = reg_find(old.p);
-        if (k != SIZE_MAX)
-            reg_remove(k);
-        drop[ndrop++] = old;
+        drop[ndrop++] = pool_evict(0); /* make room: the oldest goes */
     }
     pool[npool++] = (slot){p, n};
     pool_bytes += n;
     stats.pooled++;
     zf_mem_charge(n);
     pthread_mutex_unlock(&mu);
-    for (size_t k = 0; k < ndrop; k++) {
-        free(drop[k].p);
-        zf_mem_uncharge(drop[k].n);
-    }
+    for (size_t k = 0; k < ndrop; k++)
+        slot_free(drop[k]);
 }
 
 void zf_mem_trim(void)
 {
     pthread_mutex_lock(&mu);
-    while (npool > 0) {
-        slot s = pool_take(npool - 1);
-        size_t k = reg_find(s.p);
-        if (k != SIZE_MAX)
-            reg_remove(k);
-        free(s.p);
-        zf_mem_uncharge(s.n);
-    }
+    while (npool > 0)
+        slot_free(pool_evict(npool - 1));
     free(reg);
     reg = NULL;
     nreg = capreg = 0;
@@ -254,13 +261,9 @@ static size_t pool_reclaim(size_t want)
             pthread_mutex_unlock(&mu);
             return freed;
         }
-        slot s = pool_take(0);
-        size_t k = reg_find(s.p);
-        if (k != SIZE_MAX)
-            reg_remove(k);
+        slot s = pool_evict(0);
         pthread_mutex_unlock(&mu);
-        free(s.p);
-        zf_mem_uncharge(s.n);
+        slot_free(s);
         freed += s.n;
     }
 }
