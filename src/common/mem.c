@@ -383,10 +383,16 @@ static size_t pool_claim(zf_mem_ticket *t, size_t room)
     return got;
 }
 
-/* amu held: the admission of n bytes must wait (a limit, other loads in progress, no room) */
+/* amu held: n bytes more would pass the account's limit */
+static bool over(size_t n)
+{
+    return a_limit && a_used + n > a_limit;
+}
+
+/* amu held: the admission of n bytes must wait (no room, and other loads in progress) */
 static bool must_wait(size_t n)
 {
-    return a_limit && a_loads > 0 && a_used + n > a_limit;
+    return a_loads > 0 && over(n);
 }
 
 /* Set kept buffers aside for t (a claim) within what it still needs (*need, amu held): their
@@ -411,15 +417,14 @@ void zf_mem_admit(zf_mem_ticket *t, size_t n, size_t claim)
     t->outer = current;
     t->claimed[0] = t->claimed[1] = NULL;
     t->claimed_n = claim >= HUGE_PAGE ? class_of(claim) : 0;
-    current = t;
     size_t need = n;
     pthread_mutex_lock(&amu);
     claim_more(t, &need);
     bool waited = false;
     uint64_t t0 = 0;
-    while (t->gated && must_wait(need)) {
+    while (t->gated && over(need)) {
         /* the caches' least recently used chunks first: their buffers, kept, are claimed;
-         * then the kept buffers no load claimed */
+         * then the kept buffers no load claimed (for a load admitted alone, too) */
         size_t want = a_used + need - a_limit;
         pthread_mutex_unlock(&amu);
         size_t got = 0;
@@ -429,7 +434,7 @@ void zf_mem_admit(zf_mem_ticket *t, size_t n, size_t claim)
         pthread_rwlock_unlock(&rlock);
         pthread_mutex_lock(&amu);
         claim_more(t, &need);
-        if (must_wait(need)) {
+        if (over(need)) {
             want = a_used + need - a_limit; /* read under amu */
             pthread_mutex_unlock(&amu);
             got += pool_reclaim(want);
@@ -460,6 +465,9 @@ void zf_mem_admit(zf_mem_ticket *t, size_t n, size_t claim)
         a_loads++;
     add_used(need);
     t->bytes = n; /* claimed + need: claims never exceed what was needed */
+    /* only now the thread's: the chunks the reclaimers evicted above for this load are not set
+     * aside for it uncharged (zf_free_chunk), which let waiting loads hoard them */
+    current = t;
     pthread_mutex_unlock(&amu);
 }
 

@@ -477,6 +477,57 @@ START_TEST(memory_account_reclaims)
 }
 END_TEST
 
+static uint8_t *cached[2]; /* a cache's two chunks of 4 MiB, charged */
+
+static size_t evict_cached(void *ctx, size_t want)
+{
+    (void)ctx;
+    size_t freed = 0;
+    for (int k = 0; k < 2 && freed < want; k++)
+        if (cached[k]) {
+            zf_free_chunk(cached[k], 4u << 20); /* as the cache: free, then uncharge */
+            cached[k] = NULL;
+            zf_mem_uncharge(4u << 20);
+            freed += 4u << 20;
+        }
+    return freed;
+}
+
+/* The chunks the reclaimers evict for a load that is being admitted are not set aside for it
+ * (a claim without a charge): loads that waited each hoarded up to two evicted chunks, and a
+ * daemon bounded at 64 MiB reached 125 MiB with 16 MiB chunks. A load alone past the limit asks
+ * the reclaimers too. */
+START_TEST(memory_account_evictions_not_hoarded)
+{
+    const size_t mib = 1u << 20;
+    zf_mem_trim();
+    zf_mem_stats s0 = zf_mem_get_stats();
+    for (int k = 0; k < 2; k++) {
+        cached[k] = zf_alloc_chunk(4 * mib);
+        ck_assert_ptr_nonnull(cached[k]);
+    }
+    zf_mem_charge(8 * mib);
+    ck_assert(zf_mem_add_reclaimer(evict_cached, NULL));
+    zf_mem_set_limit(s0.used + 8 * mib, 0);
+    uint8_t *second = cached[1];
+    zf_mem_ticket a; /* alone, over the limit: admitted, after asking the cache for room */
+    zf_mem_admit(&a, 8 * mib, 4 * mib);
+    ck_assert_ptr_null(cached[0]);
+    ck_assert_ptr_null(cached[1]);
+    /* the first chunk is freed (no room to keep it while both are charged); the second is kept
+     * (there is room once the first is uncharged), then claimed with its charge */
+    ck_assert_ptr_eq(a.claimed[0], second);
+    ck_assert_ptr_null(a.claimed[1]);
+    ck_assert_uint_eq(zf_mem_get_stats().pooled_bytes, 0);
+    ck_assert_uint_eq(zf_mem_get_stats().used - s0.used, 8 * mib);
+    zf_mem_leave(&a, 0);
+    zf_mem_remove_reclaimer(evict_cached, NULL);
+    zf_mem_set_limit(0, 0);
+    ck_assert_uint_eq(zf_mem_get_stats().used, s0.used);
+}
+END_TEST
+
 ZF_CHECK_MAIN("common", typestr_parse, half_conversions, element_casts, json_helpers,
               base64_and_utf32, json_bounds, pool_cancel, bulk_buffers_recycled,
-              memory_account_backpressure, memory_account_reclaims)
+              memory_account_backpressure, memory_account_reclaims,
+              memory_account_evictions_not_hoarded)
