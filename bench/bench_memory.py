@@ -502,7 +502,8 @@ def measure(sc, cache, side, rep, mnt, logfile):
         r["samples"] = s.n
         try:  # the bound the daemon applies (its default depends on its memory at mount)
             with open(os.path.join(mnt, ".zarrfs-stats")) as f:
-                r["memory_limit"] = json.load(f).get("memory", {}).get("limit")
+                r["memory"] = json.load(f).get("memory", {})  # the account's figures, kept
+            r["memory_limit"] = r["memory"].get("limit")
         except (OSError, ValueError):
             r["memory_limit"] = None
     busy1, own1 = h.cpu_snapshot()

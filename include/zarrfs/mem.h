@@ -45,6 +45,7 @@ typedef struct zf_mem_stats {
     uint64_t waits;      /* admissions that had to wait for memory */
     uint64_t wait_ns;    /* ... and their time waiting, in nanoseconds */
     uint64_t reclaimed;  /* bytes the reclaimers (the caches, the kept buffers) gave back */
+    uint64_t heap_trims; /* times malloc's heaps were given back to the kernel (malloc_trim) */
 } zf_mem_stats;
 
 zf_mem_stats zf_mem_get_stats(void);
@@ -72,10 +73,12 @@ void zf_mem_set_limit(size_t limit, size_t reserve);
 /* The process's resident memory (VmRSS) in bytes; 0 when /proc does not say. */
 size_t zf_mem_resident(void);
 
-/* Tune glibc's malloc for a bounded daemon: buffers from 128 KiB up are mapped on their own
- * (and unmapped when freed, instead of staying in a heap that only grows), and at most
- * `arenas` malloc arenas (0: glibc's default of 8 per core), so that memory one thread freed is
- * reused by the others. Call before any thread starts. */
+/* Tune glibc's malloc for a bounded daemon: blocks from 2 MiB up (chunk buffers) are mapped on
+ * their own and unmapped when freed; smaller ones (codec scratch, text buffers) stay in the heaps
+ * for reuse, and what the heaps keep free is given back to the kernel when it would not fit in the
+ * account's room (checked at admission, zf_mem_admit). At most `arenas` malloc arenas (0: glibc's
+ * default of 8 per core), so that memory one thread freed is reused by the others. Call before any
+ * thread starts. */
 void zf_mem_tune_malloc(unsigned arenas);
 
 /* Charge / uncharge n bytes without waiting (the caches' chunks, the kept buffers). A charge

@@ -15,8 +15,8 @@
 #include "codec_impl.h"
 
 /* One decompression context per thread, kept: a context is about 160 KiB of tables and buffers,
- * which the daemon's malloc maps and unmaps on its own (zf_mem_tune_malloc), so that making one
- * per chunk cost a strings-of-text read a third of its speed. Freed when the thread ends. */
+ * and making one per chunk cost a strings-of-text read a third of its speed when malloc mapped
+ * blocks of that size on their own (an earlier zf_mem_tune_malloc). Freed when the thread ends. */
 static pthread_key_t dctx_key;
 static pthread_once_t dctx_once = PTHREAD_ONCE_INIT;
 static bool dctx_key_ok;

@@ -54,6 +54,7 @@ static size_t a_limit, a_used, a_peak, a_loads; /* a_limit: the account's (0: no
 static size_t p_limit, p_reserve;                /* the process's, and what is outside */
 static atomic_uint a_waiting; /* admissions waiting now */
 static uint64_t a_waits, a_wait_ns, a_reclaimed;
+static atomic_uint_fast64_t heap_trims;
 static _Thread_local zf_mem_ticket *current;
 static _Thread_local size_t handoff; /* charged for the chunk a load just returned (zf_mem_leave) */
 
@@ -246,6 +247,7 @@ zf_mem_stats zf_mem_get_stats(void)
     s.waits = a_waits;
     s.wait_ns = a_wait_ns;
     s.reclaimed = a_reclaimed;
+    s.heap_trims = atomic_load(&heap_trims);
     pthread_mutex_unlock(&amu);
     return s;
 }
@@ -308,9 +310,48 @@ size_t zf_mem_resident(void)
 
 void zf_mem_tune_malloc(unsigned arenas)
 {
-    mallopt(M_MMAP_THRESHOLD, 128 * 1024); /* also stops glibc raising it as buffers are freed */
+    /* below a chunk buffer's class: codec scratch and text buffers (1-2 MiB) stay in the heaps,
+     * reused without a page fault; fixed, so glibc does not raise it as buffers are freed */
+    mallopt(M_MMAP_THRESHOLD, (int)HUGE_PAGE);
     if (arenas)
         mallopt(M_ARENA_MAX, (int)arenas);
+}
+
+/* ----- what malloc's heaps keep ----- */
+
+/* Free bytes the heaps held when they were last given back to the kernel (their pages then
+ * left, though glibc still counts them free): what they keep now is what they hold over that. */
+static size_t heap_trimmed;
+static uint64_t heap_checked_ns;
+static pthread_mutex_t hmu = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t heap_free_bytes(void)
+{
+    struct mallinfo2 mi = mallinfo2(); /* every arena's free chunks, the tops included */
+    return mi.fordblks + mi.fsmblks;
+}
+
+/* The account is near its limit (amu not held): if the heaps keep more freed memory than the
+ * account has room left (`room` bytes), give it back to the kernel (malloc_trim), at most once
+ * every 5 ms. Memory a heap keeps is outside the account, so without this a bound well within
+ * the account's limit could still be passed by what arenas freed and kept. */
+static void heap_check(size_t room)
+{
+    uint64_t now = now_ns();
+    if (pthread_mutex_trylock(&hmu) != 0)
+        return; /* another thread is at it */
+    if (now - heap_checked_ns >= 5 * 1000000u) {
+        heap_checked_ns = now;
+        size_t held = heap_free_bytes();
+        if (held < heap_trimmed) /* freed chunks reused since: resident again, charged */
+            heap_trimmed = held;
+        if (held - heap_trimmed > room) {
+            malloc_trim(0);
+            heap_trimmed = heap_free_bytes();
+            heap_trims++;
+        }
+    }
+    pthread_mutex_unlock(&hmu);
 }
 
 /* amu held */
@@ -468,7 +509,12 @@ void zf_mem_admit(zf_mem_ticket *t, size_t n, size_t claim)
     /* only now the thread's: the chunks the reclaimers evicted above for this load are not set
      * aside for it uncharged (zf_free_chunk), which let waiting loads hoard them */
     current = t;
+    size_t room = a_limit && a_used < a_limit ? a_limit - a_used : 0;
+    bool check = t->gated && a_limit;
     pthread_mutex_unlock(&amu);
+    if (check) /* admitted (so no other load is admitted on a stale count meanwhile): what the
+                * heaps keep freed must fit in the room left */
+        heap_check(room);
 }
 
 void zf_mem_grow(size_t n)

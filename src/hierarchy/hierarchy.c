@@ -1302,7 +1302,7 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
                      "\"buffers\": {\"fresh\": %llu, \"reused\": %llu, \"kept_bytes\": %zu}, "
                      "\"memory\": {\"limit\": %zu, \"reserve\": %zu, \"accounted\": %zu, "
                      "\"peak_accounted\": %zu, \"loads\": %zu, \"waits\": %llu, "
-                     "\"wait_seconds\": %.6f, \"reclaimed\": %llu}, "
+                     "\"wait_seconds\": %.6f, \"reclaimed\": %llu, \"heap_trims\": %llu}, "
                      "\"replies_failed\": %llu%s}\n",
                      (unsigned long long)c.hits, (unsigned long long)c.misses,
                      (unsigned long long)c.evictions, c.bytes, c.entries,
@@ -1320,6 +1320,7 @@ char *zf_hierarchy_stats_json(zf_hierarchy *h, uint64_t replies_failed)
                      (unsigned long long)m.fresh, (unsigned long long)m.reused, m.pooled_bytes,
                      m.limit, m.reserve, m.used, m.peak, m.loads, (unsigned long long)m.waits,
                      (double)m.wait_ns / 1e9, (unsigned long long)m.reclaimed,
+                     (unsigned long long)m.heap_trims,
                      (unsigned long long)replies_failed, dc);
     return n < 0 ? NULL : out;
 }
@@ -1389,6 +1390,9 @@ void zf_hierarchy_metrics(zf_hierarchy *h, zf_sbuf *b, const char *l)
            "Chunk loads that waited for memory (backpressure).", l, (double)m.waits);
     metric(b, "zarrfs_memory_wait_seconds_total", "counter",
            "Time chunk loads spent waiting for memory.", l, (double)m.wait_ns / 1e9);
+    metric(b, "zarrfs_memory_heap_trims_total", "counter",
+           "Times malloc's free memory was given back to the kernel to stay within the bound.",
+           l, (double)m.heap_trims);
     size_t resident = zf_mem_resident();
     if (resident)
         metric(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", l,
