@@ -502,7 +502,9 @@ def measure(sc, cache, side, rep, mnt, logfile):
         r["samples"] = s.n
         try:  # the bound the daemon applies (its default depends on its memory at mount)
             with open(os.path.join(mnt, ".zarrfs-stats")) as f:
-                r["memory"] = json.load(f).get("memory", {})  # the account's figures, kept
+                st = json.load(f)
+            r["memory"] = st.get("memory", {})  # the account's figures, kept
+            r["buffers"] = st.get("buffers", {})  # chunk buffers fresh / reused
             r["memory_limit"] = r["memory"].get("limit")
         except (OSError, ValueError):
             r["memory_limit"] = None

@@ -322,7 +322,7 @@ void zf_mem_tune_malloc(unsigned arenas)
 /* Free bytes the heaps held when they were last given back to the kernel (their pages then
  * left, though glibc still counts them free): what they keep now is what they hold over that. */
 static size_t heap_trimmed;
-static uint64_t heap_checked_ns;
+static _Atomic uint64_t heap_checked_ns; /* read unlocked first: no lock taken in vain */
 static pthread_mutex_t hmu = PTHREAD_MUTEX_INITIALIZER;
 
 static size_t heap_free_bytes(void)
@@ -331,17 +331,20 @@ static size_t heap_free_bytes(void)
     return mi.fordblks + mi.fsmblks;
 }
 
-/* The account is near its limit (amu not held): if the heaps keep more freed memory than the
- * account has room left (`room` bytes), give it back to the kernel (malloc_trim), at most once
- * every 5 ms. Memory a heap keeps is outside the account, so without this a bound well within
- * the account's limit could still be passed by what arenas freed and kept. */
-static void heap_check(size_t room)
+/* After an admission (amu not held): if the heaps keep more freed memory than the account has
+ * room left (`room` of `limit` bytes), give it back to the kernel (malloc_trim). Memory a heap
+ * keeps is outside the account, so without this a bound well within the account's limit could
+ * still be passed by what arenas freed and kept. Looked at every 5 ms at most while the room is
+ * under a quarter of the limit, else every 100 ms (mallinfo2 walks every arena's free lists
+ * under its lock: 0.3% of a random-read load's time when done every 5 ms). */
+static void heap_check(size_t room, size_t limit)
 {
     uint64_t now = now_ns();
-    if (pthread_mutex_trylock(&hmu) != 0)
-        return; /* another thread is at it */
-    if (now - heap_checked_ns >= 5 * 1000000u) {
-        heap_checked_ns = now;
+    uint64_t every = room < limit / 4 ? 5 * 1000000u : 100 * 1000000u;
+    if (now - atomic_load(&heap_checked_ns) < every || pthread_mutex_trylock(&hmu) != 0)
+        return; /* looked at lately, or another thread is at it */
+    if (now - atomic_load(&heap_checked_ns) >= every) {
+        atomic_store(&heap_checked_ns, now);
         size_t held = heap_free_bytes();
         if (held < heap_trimmed) /* freed chunks reused since: resident again, charged */
             heap_trimmed = held;
@@ -509,12 +512,12 @@ void zf_mem_admit(zf_mem_ticket *t, size_t n, size_t claim)
     /* only now the thread's: the chunks the reclaimers evicted above for this load are not set
      * aside for it uncharged (zf_free_chunk), which let waiting loads hoard them */
     current = t;
-    size_t room = a_limit && a_used < a_limit ? a_limit - a_used : 0;
+    size_t room = a_limit && a_used < a_limit ? a_limit - a_used : 0, limit = a_limit;
     bool check = t->gated && a_limit;
     pthread_mutex_unlock(&amu);
     if (check) /* admitted (so no other load is admitted on a stale count meanwhile): what the
                 * heaps keep freed must fit in the room left */
-        heap_check(room);
+        heap_check(room, limit);
 }
 
 void zf_mem_grow(size_t n)

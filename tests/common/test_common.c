@@ -527,7 +527,46 @@ START_TEST(memory_account_evictions_not_hoarded)
 }
 END_TEST
 
+/* What malloc's heaps keep freed is outside the account: when it would not fit in the room an
+ * admission leaves, it goes back to the kernel (malloc_trim), and the resident memory falls. */
+START_TEST(memory_account_trims_heaps)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    return; /* the sanitizers' allocators are not glibc's heaps */
+#endif
+    const size_t mib = 1u << 20;
+    enum { N = 48 };
+    zf_mem_tune_malloc(4); /* blocks under 2 MiB from the heaps */
+    uint8_t *b[N];
+    for (int i = 0; i < N; i++) {
+        b[i] = malloc(mib);
+        ck_assert_ptr_nonnull(b[i]);
+        memset(b[i], i + 1, mib); /* resident */
+    }
+    uint8_t *keep = malloc(4096); /* after them: the heap's top is not trimmed by free() */
+    ck_assert_ptr_nonnull(keep);
+    for (int i = 0; i < N; i++)
+        free(b[i]);
+    size_t before = zf_mem_resident();
+    zf_mem_stats s0 = zf_mem_get_stats();
+    zf_mem_set_limit(s0.used + 8 * mib, 0); /* room for 8 MiB; the heaps keep 48 freed */
+    sleep_ms(150); /* past the checks' spacing */
+    zf_mem_ticket t;
+    zf_mem_admit(&t, mib, 0);
+    ck_assert_uint_eq(zf_mem_get_stats().heap_trims, s0.heap_trims + 1);
+    size_t after = zf_mem_resident();
+    ck_assert_msg(after + 32 * mib < before, "resident %zu MiB before, %zu after", before >> 20,
+                  after >> 20);
+    zf_mem_leave(&t, 0);
+    zf_mem_admit(&t, mib, 0); /* nothing more kept: no second trim */
+    zf_mem_leave(&t, 0);
+    ck_assert_uint_eq(zf_mem_get_stats().heap_trims, s0.heap_trims + 1);
+    zf_mem_set_limit(0, 0);
+    free(keep);
+}
+END_TEST
+
 ZF_CHECK_MAIN("common", typestr_parse, half_conversions, element_casts, json_helpers,
               base64_and_utf32, json_bounds, pool_cancel, bulk_buffers_recycled,
               memory_account_backpressure, memory_account_reclaims,
-              memory_account_evictions_not_hoarded)
+              memory_account_evictions_not_hoarded, memory_account_trims_heaps)
