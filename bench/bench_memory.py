@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """The daemon's peak memory under load (issue "Run it in production", part 1): how far the
-resident set of a zarrfs daemon grows past -o memory_limit (its default, cache_size + 256 MiB,
+resident set of a zarrfs daemon grows past -o memory_limit (its default, cache_size + 256 MiB
 above the daemon's own memory at mount, or the one ZF_BENCH_MEMORY_OPTS gives, as the daemon's
-.zarrfs-stats reports it; for a baseline binary, past cache_size) in four
-scenarios, each at several cache sizes, with the readers' throughput beside it. Run it through bench/memory.sh (root: the HTTP scenarios use a network namespace).
+.zarrfs-stats reports it; for a baseline binary, past cache_size) in four scenarios, each at
+several cache sizes, with the readers' throughput beside it. Run it through bench/memory.sh
+(root: the HTTP scenarios use a network namespace).
 
 Scenarios (ZF_BENCH_MEMORY_SCENARIOS, default all four, comma-separated):
   random   ZF_BENCH_MEMORY_READERS (64) threads, each os.preadv() of random ranges of 64 KiB to
@@ -42,8 +43,7 @@ read. Reported: throughput (bytes read by all readers / wall time from their sta
 one's end, MB = 1e6 bytes), peak RSS (VmHWM; the sampled maximum beside it), RSS after mounting,
 and peak RSS minus the bound: memory_limit when ZF_BENCH_MEMORY_OPTS gives one, else zarrfs's
 default, cache_size + 256 MiB above its own memory at mount (goal: <= 16 MiB, the issue's);
-cache_size for a baseline. Medians
-over the repetitions, min-max beside.
+cache_size for a baseline. Medians over the repetitions, min-max beside.
 
 Before the timed reads, each scenario's data is checked once on its own mount: the whole files'
 CRC-32 (float arrays, text) against zarr-python's, and for `random` 16 random ranges against
@@ -513,8 +513,10 @@ def measure(sc, cache, side, rep, mnt, logfile):
     r["bytes"] = sum(n for n, _c in out)
     r["seconds"] = t
     r["mbps"] = h.mbps(r["bytes"], t)
-    bound = (limit_of(side[2], cache, side[0])[0] or h.parse_size(cache)
-             if side[0] != "zarrfs" or not r.get("memory_limit") else r["memory_limit"])
+    if side[0] == "zarrfs" and r.get("memory_limit"):
+        bound = r["memory_limit"]  # the daemon's own, from its .zarrfs-stats
+    else:
+        bound = limit_of(side[2], cache, side[0])[0] or h.parse_size(cache)
     r["over_bound_mib"] = r["hwm_mib"] - bound / MiB
     r["load1"] = os.getloadavg()[0]
     return r

@@ -100,16 +100,6 @@ static void *alloc_huge(size_t n)
     return p;
 }
 
-/* Take pool slot i out to be freed (mu held): forget its registration too. */
-static slot pool_evict(size_t i);
-
-/* Free a slot pool_evict took out, and only then uncharge it (mu not held). */
-static void slot_free(slot s)
-{
-    free(s.p);
-    zf_mem_uncharge(s.n);
-}
-
 /* Take pool slot i out (mu held), the later ones moving up. Its charge stays: the caller
  * uncharges it once the buffer is freed (never before: another load could be admitted into
  * memory not yet given back), or passes it on to a load's ticket. */
@@ -123,6 +113,7 @@ static slot pool_take(size_t i)
     return s;
 }
 
+/* Take pool slot i out to be freed (mu held): forget its registration too. */
 static slot pool_evict(size_t i)
 {
     slot s = pool_take(i);
@@ -130,6 +121,13 @@ static slot pool_evict(size_t i)
     if (k != SIZE_MAX)
         reg_remove(k);
     return s;
+}
+
+/* Free a slot pool_evict took out, and only then uncharge it (mu not held). */
+static void slot_free(slot s)
+{
+    free(s.p);
+    zf_mem_uncharge(s.n);
 }
 
 void *zf_alloc_bulk(size_t n)
